@@ -1,0 +1,145 @@
+"""Affine views of index expressions: `3*i + N - 1` → Affine({i: 3, N: 1}, -1).
+
+Used to check constant slice lengths and to build isl/z3 access relations.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gir import ir
+
+
+@dataclass(frozen=True)
+class Affine:
+    coeffs: dict[str, int] = field(default_factory=dict)
+    const: int = 0
+
+    def __add__(self, other: "Affine") -> "Affine":
+        coeffs = dict(self.coeffs)
+        for k, v in other.coeffs.items():
+            coeffs[k] = coeffs.get(k, 0) + v
+        return Affine({k: v for k, v in coeffs.items() if v}, self.const + other.const)
+
+    def scale(self, c: int) -> "Affine":
+        return Affine({k: v * c for k, v in self.coeffs.items() if v * c}, self.const * c)
+
+    def __sub__(self, other: "Affine") -> "Affine":
+        return self + other.scale(-1)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.coeffs
+
+    def __hash__(self) -> int:
+        return hash((tuple(sorted(self.coeffs.items())), self.const))
+
+    def __str__(self) -> str:
+        terms = [(f"{v}*{k}" if v != 1 else k) for k, v in sorted(self.coeffs.items())]
+        if self.const or not terms:
+            terms.append(str(self.const))
+        return " + ".join(terms)
+
+
+def to_affine(e: ir.Expr) -> Affine | None:
+    """The affine form of an integer expression, or None if it is not affine."""
+    if isinstance(e, ir.Const):
+        if isinstance(e.value, bool) or not isinstance(e.value, int):
+            return None
+        return Affine({}, e.value)
+    if isinstance(e, ir.Var):
+        return Affine({e.name: 1}, 0)
+    if isinstance(e, ir.UnOp) and e.op == "-":
+        inner = to_affine(e.operand)
+        return None if inner is None else inner.scale(-1)
+    if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*"):
+        a, b = to_affine(e.lhs), to_affine(e.rhs)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if a.is_const:
+            return b.scale(a.const)
+        if b.is_const:
+            return a.scale(b.const)
+    return None
+
+
+def is_quasi_affine(e: ir.Expr) -> bool:
+    """Affine, or built from affine parts with `//`, `%` and `cdiv` by constants, and min/max."""
+    if to_affine(e) is not None:
+        return True
+    if isinstance(e, ir.BinOp):
+        if e.op in ("//", "%"):
+            return is_quasi_affine(e.lhs) and _is_pos_int(e.rhs)
+        if e.op in ("+", "-"):
+            return is_quasi_affine(e.lhs) and is_quasi_affine(e.rhs)
+        if e.op == "*":
+            return (is_quasi_affine(e.lhs) and _is_int(e.rhs)) or (_is_int(e.lhs) and is_quasi_affine(e.rhs))
+    if isinstance(e, ir.UnOp) and e.op == "-":
+        return is_quasi_affine(e.operand)
+    if isinstance(e, ir.Call):
+        if e.fn == "cdiv" and len(e.args) == 2:
+            return is_quasi_affine(e.args[0]) and _is_pos_int(e.args[1])
+        if e.fn in ("min", "max") and len(e.args) == 2:
+            return all(is_quasi_affine(a) for a in e.args)
+    return False
+
+
+def _is_int(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool)
+
+
+def _is_pos_int(e: ir.Expr) -> bool:
+    return _is_int(e) and e.value > 0
+
+
+def free_vars(e) -> set[str]:
+    """Names of Vars in an expression (not tensor names of Refs)."""
+    out: set[str] = set()
+    _collect(e, out)
+    return out
+
+
+def _collect(e, out: set[str]) -> None:
+    if isinstance(e, ir.Var):
+        out.add(e.name)
+    elif isinstance(e, ir.Ref):
+        for i in e.index:
+            _collect(i, out)
+    elif isinstance(e, ir.Slice):
+        _collect(e.start, out)
+        _collect(e.stop, out)
+    elif isinstance(e, ir.BinOp):
+        _collect(e.lhs, out)
+        _collect(e.rhs, out)
+    elif isinstance(e, ir.UnOp):
+        _collect(e.operand, out)
+    elif isinstance(e, ir.Call):
+        for a in e.args:
+            _collect(a, out)
+    elif isinstance(e, ir.Reduce):
+        _collect(e.arg, out)
+
+
+def eval_int(e: ir.Expr, env: dict[str, int]) -> int:
+    """Evaluate an integer index expression with all names bound."""
+    if isinstance(e, ir.Const):
+        return int(e.value)
+    if isinstance(e, ir.Var):
+        return env[e.name]
+    if isinstance(e, ir.UnOp) and e.op == "-":
+        return -eval_int(e.operand, env)
+    if isinstance(e, ir.BinOp):
+        a, b = eval_int(e.lhs, env), eval_int(e.rhs, env)
+        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[e.op]
+    if isinstance(e, ir.Call) and len(e.args) == 2:
+        a, b = eval_int(e.args[0], env), eval_int(e.args[1], env)
+        if e.fn == "cdiv":
+            return -(-a // b)
+        if e.fn == "min":
+            return min(a, b)
+        if e.fn == "max":
+            return max(a, b)
+    raise ValueError(f"not an integer expression: {e!r}")

@@ -1,0 +1,48 @@
+"""The `gir` command line. Each subcommand lives in its own module with
+`register(subparsers)` (adds its parser, sets `func=run`) and `run(args) -> int`."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from gir.errors import GirError
+
+# (module, summary) in the order `gir --help` lists them
+SUBCOMMANDS = ["check", "fmt", "eval"]
+
+EPILOG = """examples:
+  gir check samples/softmax.gir                 verify a program (exit 1 with file:line:col diagnostics)
+  gir fmt -i samples/softmax.gir                rewrite a file in canonical form
+  gir eval samples/softmax.gir --sizes M=4,N=7  run the reference evaluator on random inputs
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gir", description="GIR: a memory-centric tensor compiler for memory-bound operators.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"gir.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except GirError as exc:
+        print(exc.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("gir: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The reference evaluator: runs operator-layer programs on numpy.
+
+This is the semantic oracle every backend is checked against. Each statement is
+evaluated over its iteration space (one numpy axis per index variable) with
+broadcasting; reductions reduce the axes of the variables they bind.
+
+Precision: float arithmetic happens in `compute_dtype` (float64 for an oracle,
+float32 to mimic a kernel that accumulates in f32). Intermediates stay in
+`compute_dtype`; results are rounded to their declared type.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gir import ir
+from gir.errors import GirError
+from gir.shapes import FuncInfo, StmtInfo, func_info
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def bind_sizes(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None) -> dict[str, int]:
+    """Size symbols from the inputs' shapes (and `sizes`), checked for consistency."""
+    bound = dict(sizes or {})
+    for p in func.params:
+        if p.name not in inputs:
+            raise GirError(f"missing input '{p.name}'", p.loc)
+        shape = np.shape(inputs[p.name])
+        if len(shape) != p.type.rank:
+            raise GirError(f"input '{p.name}' has rank {len(shape)}, expected {p.type.rank}", p.loc)
+        for d, n in zip(p.type.shape, shape):
+            if isinstance(d, int):
+                if d != n:
+                    raise GirError(f"input '{p.name}' has extent {n} where {d} is declared", p.loc)
+            elif bound.setdefault(d, n) != n:
+                raise GirError(f"size {d} is {bound[d]} but input '{p.name}' gives {n}", p.loc)
+    return bound
+
+
+def shape_of(ttype: ir.TensorType, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(d if isinstance(d, int) else sizes[d] for d in ttype.shape)
+
+
+def evaluate(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None,
+             compute_dtype=np.float64) -> dict[str, np.ndarray]:
+    """Run an operator-layer function; returns {result name: array of its declared dtype}."""
+    if func.is_explicit:
+        raise GirError(f"'{func.name}' holds kernels; run it on a target (gir run --target sim)", func.loc)
+    info = func_info(func)
+    return _Evaluator(info, inputs, sizes, np.dtype(compute_dtype)).run()
+
+
+def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Fresh random inputs (normal floats, small ints, random booleans); never zeros."""
+    out = {}
+    for p in func.params:
+        missing = [d for d in p.type.shape if isinstance(d, str) and d not in sizes]
+        if missing:
+            raise GirError(f"size {missing[0]} of input '{p.name}' is not given (use --sizes "
+                           f"{missing[0]}=...)", p.loc)
+        shape = shape_of(p.type, sizes)
+        dt = p.type.dtype
+        if dt == ir.DType.bool:
+            out[p.name] = rng.random(shape) < 0.5
+        elif dt.is_int:
+            out[p.name] = rng.integers(1, 8, size=shape).astype(dt.numpy)
+        else:
+            out[p.name] = rng.standard_normal(shape).astype(dt.numpy)
+    return out
+
+
+class _Evaluator:
+    def __init__(self, info: FuncInfo, inputs, sizes, cdt: np.dtype):
+        self.info = info
+        self.cdt = cdt
+        self.sizes = bind_sizes(info.func, inputs, sizes)
+        self.env: dict[str, np.ndarray] = {}
+        for p in info.func.params:
+            arr = np.asarray(inputs[p.name])
+            self.env[p.name] = arr.astype(cdt) if p.type.dtype.is_float else arr.astype(p.type.dtype.numpy)
+
+    def run(self) -> dict[str, np.ndarray]:
+        results = {p.name: p for p in self.info.func.results}
+        for st in self.info.stmts:
+            value = self.stmt(st)
+            name = st.stmt.target.name
+            if name in results:
+                dt = results[name].type.dtype
+                value = _cast(value, dt)
+                self.env[name] = value.astype(self.cdt) if dt.is_float else value
+            else:
+                self.env[name] = value
+        return {p.name: _cast(self.env[p.name], p.type.dtype) for p in self.info.func.results}
+
+    def extent(self, d: ir.Dim) -> int:
+        return d if isinstance(d, int) else self.sizes[d]
+
+    def stmt(self, st: StmtInfo) -> np.ndarray:
+        self.st = st
+        self.axes = {v: k for k, v in enumerate(st.out_vars + tuple(v for v in st.ranges if v not in st.out_vars))}
+        self.ndim = len(self.axes)
+        self.reduce_counter = 0
+        value = np.asarray(self.expr(st.stmt.value))
+        full = [self.extent(st.ranges[v]) if k < len(st.out_vars) else 1 for v, k in self.axes.items()]
+        value = value.reshape((1,) * (self.ndim - value.ndim) + value.shape)
+        out_shape = tuple(full[: len(st.out_vars)])
+        return np.array(np.broadcast_to(value, full).reshape(out_shape))
+
+    def arange(self, var: str) -> np.ndarray:
+        shape = [1] * self.ndim
+        shape[self.axes[var]] = self.extent(self.st.ranges[var])
+        return np.arange(shape[self.axes[var]], dtype=np.int64).reshape(shape)
+
+    def expr(self, e):
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, float):
+                return np.asarray(e.value, dtype=self.cdt)
+            return np.asarray(e.value)
+        if isinstance(e, ir.Var):
+            if e.name in self.axes:
+                return self.arange(e.name)
+            return np.asarray(self.sizes[e.name], dtype=np.int64)
+        if isinstance(e, ir.Ref):
+            return self.ref(e)
+        if isinstance(e, ir.Reduce):
+            return self.reduce(e)
+        if isinstance(e, ir.UnOp):
+            x = self.expr(e.operand)
+            return np.logical_not(x) if e.op == "not" else -x
+        if isinstance(e, ir.BinOp):
+            return self.binop(e.op, self.expr(e.lhs), self.expr(e.rhs))
+        if isinstance(e, ir.Call):
+            return self.call(e.fn, [self.expr(a) for a in e.args])
+        raise TypeError(e)
+
+    def ref(self, e: ir.Ref) -> np.ndarray:
+        arr = self.env[e.name]
+        if not e.index:
+            return np.asarray(arr)
+        idx = []
+        for dim, i in zip(arr.shape, e.index):
+            v = np.asarray(self.expr(i), dtype=np.int64)
+            if v.size and (v.min() < 0 or v.max() >= dim):
+                bad = int(v.min()) if v.min() < 0 else int(v.max())
+                raise GirError(f"index {bad} out of bounds for a dimension of extent {dim} of '{e.name}'",
+                               getattr(i, "loc", None) or e.loc)
+            idx.append(v.reshape((1,) * (self.ndim - v.ndim) + v.shape) if self.ndim else v)
+        return arr[tuple(idx)]
+
+    def reduce(self, e: ir.Reduce) -> np.ndarray:
+        n = self.reduce_counter
+        self.reduce_counter += 1
+        x = np.asarray(self.expr(e.arg))
+        if x.dtype == np.bool_ or (x.dtype.kind in "iu" and e.op in ("mean",)):
+            x = x.astype(self.cdt)
+        x = x.reshape((1,) * (self.ndim - x.ndim) + x.shape)
+        bound = self.st.reduce_vars.get(n, ())
+        shape = list(x.shape)
+        for v in bound:
+            shape[self.axes[v]] = self.extent(self.st.ranges[v])
+        x = np.broadcast_to(x, shape)
+        axes = tuple(self.axes[v] for v in bound)
+        fn = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}[e.op]
+        return fn(x, axis=axes, keepdims=True)
+
+    def _floats(self, *xs):
+        if any(np.asarray(x).dtype.kind == "f" for x in xs):
+            return [np.asarray(x).astype(self.cdt, copy=False) for x in xs]
+        return [np.asarray(x) for x in xs]
+
+    def binop(self, op: str, a, b):
+        if op == "and":
+            return np.logical_and(a, b)
+        if op == "or":
+            return np.logical_or(a, b)
+        if op == "/":
+            a, b = np.asarray(a).astype(self.cdt), np.asarray(b).astype(self.cdt)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return a / b
+        a, b = self._floats(a, b)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
+                    "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+                    "==": np.equal, "!=": np.not_equal}[op](a, b)
+
+    def call(self, fn: str, args):
+        if fn in ir.CASTS:
+            dt = ir.DType(fn)
+            out = _cast(np.asarray(args[0]), dt)
+            return out.astype(self.cdt) if dt.is_float else out
+        if fn == "select":
+            a, b = self._floats(args[1], args[2])
+            return np.where(args[0], a, b)
+        if fn in ("max", "min", "pow"):
+            a, b = self._floats(*args)
+            return {"max": np.maximum, "min": np.minimum, "pow": np.power}[fn](a, b)
+        x = np.asarray(args[0])
+        if fn in ("abs", "neg"):
+            return np.abs(x) if fn == "abs" else -x
+        x = x.astype(self.cdt)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if fn == "erf":
+                return _erf(x).astype(self.cdt)
+            return {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
+                    "rsqrt": lambda v: 1 / np.sqrt(v), "recip": lambda v: 1 / v,
+                    "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[fn](x)
+
+
+def _cast(value: np.ndarray, dt: ir.DType) -> np.ndarray:
+    value = np.asarray(value)
+    if dt == ir.DType.bool:
+        return value != 0
+    if dt.is_int and value.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(value).astype(dt.numpy)
+    return value.astype(dt.numpy)
+
+
+__all__ = ["evaluate", "bind_sizes", "random_inputs", "shape_of", "FuncInfo"]

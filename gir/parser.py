@@ -1,0 +1,370 @@
+"""Text → IR. Lark LALR grammar (grammar.lark) plus a Transformer that builds `gir.ir` nodes.
+
+Syntax errors are rewritten into `GirError` diagnostics with `file:line:col` and a caret.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import lark
+from lark import Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from gir import ir
+from gir.errors import GirError, Loc
+
+_NAMED_CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
+
+_TOKEN_NAMES = {
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'",
+    "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "NAME": "a name", "NUMBER": "a number",
+    "AT": "'@'", "$END": "end of input", "MINUS": "'-'", "PLUS": "'+'", "STAR": "'*'", "SLASH": "'/'",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> lark.Lark:
+    grammar = (Path(__file__).parent / "grammar.lark").read_text()
+    return lark.Lark(grammar, parser="lalr", strict=True, propagate_positions=True,
+                     maybe_placeholders=True)
+
+
+class _Builder(Transformer):
+    """Builds IR from the parse tree; every node gets a `Loc` from Lark's meta."""
+
+    def __init__(self, filename: str, source: str):
+        super().__init__()
+        self.filename = filename
+        self.source = source
+
+    def _loc(self, meta) -> Loc | None:
+        if getattr(meta, "empty", True):
+            return None
+        end = meta.end_column if meta.end_line == meta.line else None
+        return Loc(self.filename, meta.line, meta.column, end, self.source)
+
+    def _tok_loc(self, tok: Token) -> Loc:
+        return Loc(self.filename, tok.line, tok.column, tok.end_column, self.source)
+
+    # -------------------------------------------------------------- top level
+    @v_args(meta=True)
+    def start(self, meta, funcs):
+        return ir.Module(tuple(funcs), loc=self._loc(meta) or Loc(self.filename, 1, 1, None, self.source))
+
+    @v_args(meta=True)
+    def func(self, meta, ch):
+        name, params, results, *items = ch
+        return ir.Func(str(name), tuple(params or ()), tuple(results or ()), tuple(items),
+                       loc=self._loc(meta))
+
+    def params(self, ch):
+        return tuple(ch)
+
+    @v_args(meta=True)
+    def param(self, meta, ch):
+        return ir.Param(str(ch[0]), ch[1], loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def ttype(self, meta, ch):
+        name, *dims = ch
+        dims = [d for d in dims if d is not None]
+        return ir.TensorType(self._dtype(name), tuple(dims), loc=self._loc(meta))
+
+    def _dtype(self, tok: Token) -> ir.DType:
+        try:
+            return ir.DType(str(tok))
+        except ValueError:
+            known = ", ".join(d.value for d in ir.DType)
+            raise GirError(f"unknown element type '{tok}'", self._tok_loc(tok),
+                           [f"known element types: {known}"]) from None
+
+    def dim_int(self, ch):
+        tok = ch[0]
+        if not str(tok).isdigit():
+            raise GirError(f"dimension must be an integer or a size name, not '{tok}'", self._tok_loc(tok))
+        return int(tok)
+
+    def dim_sym(self, ch):
+        return str(ch[0])
+
+    @v_args(meta=True)
+    def kernel(self, meta, ch):
+        name, attrs, *body = ch
+        pairs = tuple((k, _attr_text(v)) for k, (v, _) in (attrs or {}).items())
+        return ir.Kernel(str(name), tuple(body), pairs, loc=self._loc(meta))
+
+    # ------------------------------------------------------------- statements
+    @v_args(meta=True)
+    def assign(self, meta, ch):
+        return ir.Assign(ch[0], ch[1], loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def alloc(self, meta, ch):
+        name, ttype, level = ch
+        return ir.Alloc(str(name), ttype, self._level(level, ir.Level, "memory level"), loc=self._loc(meta))
+
+    def _level(self, tok: Token, enum, what: str):
+        text = "global_" if str(tok) == "global" else str(tok)
+        try:
+            return enum[text]
+        except KeyError:
+            known = ", ".join(e.value for e in enum)
+            raise GirError(f"unknown {what} '@{tok}'", self._tok_loc(tok), [f"known: {known}"]) from None
+
+    def _move(self, kind, meta, ch):
+        dst, src, attrs = ch
+        attrs = dict(attrs or {})
+        vec = self._int_attr(attrs.pop("vec", None), "vec", 1)
+        mask = self._flag_attr(attrs.pop("mask", None))
+        other = attrs.pop("other", None)
+        other_val = None
+        if other is not None:
+            other_val = other[0]
+            if not isinstance(other_val, (int, float)):
+                raise GirError("attribute 'other' takes a number", other[1])
+        self._no_more(attrs, ("vec", "mask", "other"))
+        return ir.Move(kind, dst, src, vec=vec, mask=mask, other=other_val, loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def load(self, meta, ch):
+        return self._move("load", meta, ch)
+
+    @v_args(meta=True)
+    def store(self, meta, ch):
+        return self._move("store", meta, ch)
+
+    @v_args(meta=True)
+    def copy(self, meta, ch):
+        return self._move("copy", meta, ch)
+
+    def _int_attr(self, entry, name, default):
+        if entry is None:
+            return default
+        value, loc = entry
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise GirError(f"attribute '{name}' takes an integer", loc)
+        return value
+
+    def _flag_attr(self, entry) -> bool:
+        if entry is None:
+            return False
+        value, loc = entry
+        if value is None:
+            return True
+        if isinstance(value, bool):
+            return value
+        raise GirError("a flag attribute takes true or false", loc)
+
+    def _no_more(self, attrs, known):
+        for key, (_, loc) in attrs.items():
+            raise GirError(f"unknown attribute '{key}'", loc, [f"known here: {', '.join(known)}"])
+
+    @v_args(meta=True)
+    def xreduce(self, meta, ch):
+        op, target, var, attrs = ch
+        attrs = dict(attrs or {})
+        width = self._int_attr(attrs.pop("width", None), "width", None)
+        self._no_more(attrs, ("width",))
+        return ir.XReduce(str(op), target, str(var), width, loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def sync(self, meta, ch):
+        return ir.Sync(self._level(ch[0], ir.ParLevel, "parallel level"), loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def parallel(self, meta, ch):
+        var, lo, hi, level, *body = ch
+        return ir.Parallel(str(var), lo, hi, self._level(level, ir.ParLevel, "parallel level"),
+                           tuple(body), loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def forloop(self, meta, ch):
+        var, lo, hi, step, *body = ch
+        step_val = 1 if step is None else self._int_token(step)
+        return ir.For(str(var), lo, hi, tuple(body), step_val, loc=self._loc(meta))
+
+    def _int_token(self, tok: Token) -> int:
+        if not str(tok).isdigit():
+            raise GirError(f"expected an integer, found '{tok}'", self._tok_loc(tok))
+        return int(tok)
+
+    @v_args(meta=True)
+    def ifstmt(self, meta, ch):
+        cond, *body, orelse = ch
+        return ir.If(cond, tuple(body), tuple(orelse or ()), loc=self._loc(meta))
+
+    def else_(self, ch):
+        return tuple(ch)
+
+    def attrs(self, ch):
+        out = {}
+        for key, value, loc in ch:
+            if key in out:
+                raise GirError(f"attribute '{key}' given twice", loc)
+            out[key] = (value, loc)
+        return out
+
+    def attr(self, ch):
+        key, value = ch
+        return str(key), value, self._tok_loc(key)
+
+    def pos_num(self, ch):
+        return _number(ch[0])
+
+    def neg_num(self, ch):
+        return -_number(ch[0])
+
+    def neg_name(self, ch):
+        value = _NAMED_CONSTS.get(str(ch[0]))
+        if not isinstance(value, float):
+            raise GirError(f"cannot negate '{ch[0]}'", self._tok_loc(ch[0]))
+        return -value
+
+    def attr_name(self, ch):
+        return _NAMED_CONSTS.get(str(ch[0]), str(ch[0]))
+
+    # ------------------------------------------------------------ expressions
+    @v_args(meta=True)
+    def number(self, meta, ch):
+        return ir.Const(_number(ch[0]), loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def var(self, meta, ch):
+        name = str(ch[0])
+        if name in _NAMED_CONSTS:
+            return ir.Const(_NAMED_CONSTS[name], loc=self._loc(meta))
+        return ir.Var(name, loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def ref(self, meta, ch):
+        name, *index = ch
+        index = [i for i in index if i is not None]
+        return ir.Ref(str(name), tuple(index), loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def slice(self, meta, ch):
+        start, stop, step = ch
+        step_val = 1 if step is None else self._int_token(step)
+        if step_val == 0:
+            raise GirError("slice step must not be zero", self._tok_loc(step))
+        return ir.Slice(start, stop, step_val, loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def call(self, meta, ch):
+        name, *args = ch
+        args = [a for a in args if a is not None]
+        loc = self._loc(meta)
+        positional = [a for a in args if not isinstance(a, tuple)]
+        kwargs = [a for a in args if isinstance(a, tuple)]
+        fn = str(name)
+        if fn in ir.REDUCTIONS and len(positional) == 1:
+            axes = None
+            for key, value, kloc in kwargs:
+                if key not in ("axis", "axes") or axes is not None:
+                    raise GirError(f"unexpected keyword '{key}' in {fn}()", kloc, ["reductions take axis=K or axis=[K, ...]"])
+                axes = value
+            return ir.Reduce(fn, positional[0], axes, loc=loc)
+        if kwargs:
+            key, _, kloc = kwargs[0]
+            raise GirError(f"{fn}() takes no keyword '{key}'", kloc)
+        return ir.Call(fn, tuple(positional), loc=loc)
+
+    @v_args(meta=True)
+    def kwarg(self, meta, ch):
+        key, value = ch
+        if not isinstance(value, ir.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
+            raise GirError(f"keyword '{key}' takes an integer or a list of integers", self._loc(meta))
+        return (str(key), (value.value,), self._tok_loc(key))
+
+    @v_args(meta=True)
+    def kwarg_list(self, meta, ch):
+        key, *values = ch
+        return (str(key), tuple(self._int_token(v) for v in values), self._tok_loc(key))
+
+    @v_args(meta=True)
+    def neg(self, meta, ch):
+        (operand,) = ch
+        adjacent = operand.loc is not None and operand.loc.line == meta.line and operand.loc.col == meta.column + 1
+        if isinstance(operand, ir.Const) and not isinstance(operand.value, bool) and adjacent:
+            return ir.Const(-operand.value, loc=self._loc(meta))
+        return ir.UnOp("-", operand, loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def not_(self, meta, ch):
+        return ir.UnOp("not", ch[0], loc=self._loc(meta))
+
+
+def _binop(op: str):
+    @v_args(meta=True)
+    def build(self, meta, ch):
+        return ir.BinOp(op, ch[0], ch[1], loc=self._loc(meta))
+    return build
+
+
+for _name, _op in {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+                   "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+                   "and_": "and", "or_": "or"}.items():
+    setattr(_Builder, _name, _binop(_op))
+
+
+def _number(tok) -> int | float:
+    text = str(tok)
+    return int(text) if text.isdigit() else float(text)
+
+
+def _attr_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "true"
+    return str(value)
+
+
+def _syntax_error(exc: UnexpectedInput, filename: str, source: str) -> GirError:
+    line, col = getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        found = "end of input" if tok.type == "$END" else f"'{tok}'"
+        expected = sorted(_TOKEN_NAMES.get(t, f"'{t.lower()}'" if t.isupper() and not t.startswith("__") else t)
+                          for t in exc.expected)
+        if tok.type == "$END":
+            lines = source.splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+        notes = [f"expected one of: {', '.join(expected[:12])}"] if expected else []
+        end = col + len(str(tok)) if tok.type != "$END" else None
+        return GirError(f"syntax error: unexpected {found}", Loc(filename, line, col, end, source), notes)
+    if isinstance(exc, UnexpectedCharacters):
+        ch = source.splitlines()[line - 1][col - 1] if line else "?"
+        return GirError(f"syntax error: unexpected character '{ch}'", Loc(filename, line, col, None, source))
+    if isinstance(exc, UnexpectedEOF):
+        lines = source.splitlines() or [""]
+        return GirError("syntax error: unexpected end of input",
+                        Loc(filename, len(lines), len(lines[-1]) + 1, None, source))
+    return GirError(f"syntax error: {exc}", Loc(filename, line, col, None, source))
+
+
+def parse_text(source: str, filename: str = "<string>") -> ir.Module:
+    """Parse GIR text into a Module (no semantic checks; see `gir.verifier`)."""
+    try:
+        tree = _lark().parse(source)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, filename, source) from None
+    if not source.strip():
+        raise GirError("the file defines no function", Loc(filename, 1, 1, None, source))
+    try:
+        return _Builder(filename, source).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, GirError):
+            raise exc.orig_exc from None
+        raise
+
+
+def parse_file(path: str | Path) -> ir.Module:
+    path = Path(path)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise GirError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_text(source, str(path))

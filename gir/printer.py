@@ -1,0 +1,144 @@
+"""IR → canonical GIR text. `parse_text(print_module(m)) == m` for every module."""
+from __future__ import annotations
+
+import math
+
+from gir import ir
+
+_PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
+         "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6}
+_UNARY_PREC = 7
+_ATOM_PREC = 8
+INDENT = "  "
+
+
+def format_const(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    text = repr(float(value))
+    return text
+
+
+def _prec(e: ir.Expr) -> int:
+    if isinstance(e, ir.BinOp):
+        return _PREC[e.op]
+    if isinstance(e, ir.UnOp):
+        return _PREC["not"] if e.op == "not" else _UNARY_PREC
+    if isinstance(e, ir.Const) and not isinstance(e.value, bool) and (
+            (isinstance(e.value, float) and math.copysign(1, e.value) < 0 and not math.isnan(e.value))
+            or (isinstance(e.value, int) and e.value < 0)):
+        return _UNARY_PREC
+    return _ATOM_PREC
+
+
+def format_expr(e: ir.Expr, parent: int = 0) -> str:
+    text, prec = _format(e)
+    return f"({text})" if prec < parent else text
+
+
+def _format(e: ir.Expr) -> tuple[str, int]:
+    if isinstance(e, ir.Const):
+        return format_const(e.value), _prec(e)
+    if isinstance(e, ir.Var):
+        return e.name, _ATOM_PREC
+    if isinstance(e, ir.Ref):
+        return format_ref(e), _ATOM_PREC
+    if isinstance(e, ir.BinOp):
+        p = _PREC[e.op]
+        if p == 4:  # comparisons do not chain
+            return f"{format_expr(e.lhs, p + 1)} {e.op} {format_expr(e.rhs, p + 1)}", p
+        return f"{format_expr(e.lhs, p)} {e.op} {format_expr(e.rhs, p + 1)}", p
+    if isinstance(e, ir.UnOp):
+        if e.op == "not":
+            return f"not {format_expr(e.operand, _PREC['not'])}", _PREC["not"]
+        inner = e.operand
+        # `-(1.0)` keeps a negated literal distinct from the literal -1.0
+        text = f"({format_expr(inner)})" if isinstance(inner, ir.Const) else format_expr(inner, _UNARY_PREC)
+        return f"-{text}", _UNARY_PREC
+    if isinstance(e, ir.Call):
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})", _ATOM_PREC
+    if isinstance(e, ir.Reduce):
+        text = format_expr(e.arg)
+        if e.axes is not None:
+            axes = str(e.axes[0]) if len(e.axes) == 1 else "[" + ", ".join(map(str, e.axes)) + "]"
+            text += f", axis={axes}"
+        return f"{e.op}({text})", _ATOM_PREC
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def format_index(i) -> str:
+    if isinstance(i, ir.Slice):
+        text = f"{format_expr(i.start)}:{format_expr(i.stop)}"
+        return text + (f":{i.step}" if i.step != 1 else "")
+    return format_expr(i)
+
+
+def format_ref(r: ir.Ref) -> str:
+    return f"{r.name}[{', '.join(format_index(i) for i in r.index)}]"
+
+
+def format_type(t: ir.TensorType) -> str:
+    return f"{t.dtype.value}[{', '.join(str(d) for d in t.shape)}]"
+
+
+def _attrs(pairs: list[str]) -> str:
+    return (" with " + ", ".join(pairs)) if pairs else ""
+
+
+def format_stmt(s, depth: int) -> list[str]:
+    pad = INDENT * depth
+    if isinstance(s, ir.Assign):
+        return [f"{pad}{format_ref(s.target)} = {format_expr(s.value)}"]
+    if isinstance(s, ir.Alloc):
+        return [f"{pad}alloc {s.name}: {format_type(s.type)} @{s.level.value}"]
+    if isinstance(s, ir.Move):
+        pairs = []
+        if s.vec != 1:
+            pairs.append(f"vec={s.vec}")
+        if s.mask:
+            pairs.append("mask")
+        if s.other is not None:
+            pairs.append(f"other={format_const(s.other)}")
+        return [f"{pad}{s.kind} {format_ref(s.dst)} <- {format_ref(s.src)}{_attrs(pairs)}"]
+    if isinstance(s, ir.XReduce):
+        pairs = [f"width={s.width}"] if s.width is not None else []
+        return [f"{pad}allreduce {s.op} {format_ref(s.target)} over {s.var}{_attrs(pairs)}"]
+    if isinstance(s, ir.Sync):
+        return [f"{pad}sync @{s.level.value}"]
+    if isinstance(s, ir.Parallel):
+        head = f"{pad}parallel {s.var} in {format_expr(s.lo)}..{format_expr(s.hi)} @{s.level.value} {{"
+        return [head, *_block(s.body, depth + 1), pad + "}"]
+    if isinstance(s, ir.For):
+        step = f" step {s.step}" if s.step != 1 else ""
+        head = f"{pad}for {s.var} in {format_expr(s.lo)}..{format_expr(s.hi)}{step} {{"
+        return [head, *_block(s.body, depth + 1), pad + "}"]
+    if isinstance(s, ir.If):
+        lines = [f"{pad}if {format_expr(s.cond)} {{", *_block(s.then, depth + 1)]
+        if s.orelse:
+            lines += [pad + "} else {", *_block(s.orelse, depth + 1)]
+        return lines + [pad + "}"]
+    if isinstance(s, ir.Kernel):
+        pairs = [f"{k}={v}" for k, v in s.attrs]
+        return [f"{pad}kernel {s.name}{_attrs(pairs)} {{", *_block(s.body, depth + 1), pad + "}"]
+    raise TypeError(f"not a statement: {s!r}")
+
+
+def _block(stmts, depth: int) -> list[str]:
+    return [line for s in stmts for line in format_stmt(s, depth)]
+
+
+def format_func(f: ir.Func) -> str:
+    params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.params)
+    results = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.results)
+    lines = [f"func {f.name}({params}) -> ({results}) {{", *_block(f.body, 1), "}"]
+    return "\n".join(lines) + "\n"
+
+
+def print_module(m: ir.Module) -> str:
+    return "\n".join(format_func(f) for f in m.funcs)

@@ -1,0 +1,405 @@
+"""Semantic analysis of the operator layer: tensor types, index ranges, reduction binding.
+
+`analyze_func` checks every rule of the operator layer and reports violations as
+diagnostics; its result (`FuncInfo`) is what the evaluator and the scheduler use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gir import ir
+from gir.affine import to_affine
+from gir.errors import DiagnosticCollector, GirError, Loc
+
+KNOWN_FUNCS = {**{f: 1 for f in ir.UNARY_FUNCS}, "max": 2, "min": 2, "pow": 2, "select": 3,
+               **{c: 1 for c in ir.CASTS}}
+KIND_FLOAT, KIND_INT, KIND_BOOL = "float", "int", "bool"
+
+
+@dataclass
+class StmtInfo:
+    stmt: ir.Assign
+    out_vars: tuple[str, ...]
+    ranges: dict[str, ir.Dim]
+    # preorder number of each Reduce node in the value → the index vars it reduces over
+    reduce_vars: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def all_vars(self) -> tuple[str, ...]:
+        return tuple(self.ranges)
+
+
+@dataclass
+class FuncInfo:
+    func: ir.Func
+    types: dict[str, ir.TensorType]
+    stmts: list[StmtInfo]
+    intermediates: tuple[str, ...]
+
+    def type_of(self, name: str) -> ir.TensorType:
+        return self.types[name]
+
+
+def reductions_preorder(e: ir.Expr) -> list[ir.Reduce]:
+    """Reduce nodes of an expression in preorder (the numbering of `StmtInfo.reduce_vars`)."""
+    out: list[ir.Reduce] = []
+
+    def walk(x):
+        if isinstance(x, ir.Reduce):
+            out.append(x)
+            walk(x.arg)
+        elif isinstance(x, ir.BinOp):
+            walk(x.lhs)
+            walk(x.rhs)
+        elif isinstance(x, ir.UnOp):
+            walk(x.operand)
+        elif isinstance(x, ir.Call):
+            for a in x.args:
+                walk(a)
+    walk(e)
+    return out
+
+
+class _FuncAnalyzer:
+    def __init__(self, func: ir.Func, diag: DiagnosticCollector):
+        self.func = func
+        self.diag = diag
+        self.types: dict[str, ir.TensorType] = {}
+        self.defined_at: dict[str, Loc | None] = {}
+        self.sizes = set(func.size_symbols())
+        self.inputs = {p.name for p in func.params}
+        self.results = {p.name: p for p in func.results}
+        self.attempted: set[str] = set()
+
+    def run(self) -> FuncInfo:
+        for p in self.func.params + self.func.results:
+            if p.name in self.types:
+                self.diag.error(f"duplicate definition of '{p.name}'", p.loc,
+                                f"first defined at {self.defined_at[p.name]}")
+                continue
+            if p.name in self.sizes:
+                self.diag.error(f"'{p.name}' is both a tensor and a size name", p.loc)
+            self.types[p.name] = p.type
+            self.defined_at[p.name] = p.loc
+        input_sizes = {d for p in self.func.params for d in p.type.shape if isinstance(d, str)}
+        for r in self.func.results:
+            for d in r.type.shape:
+                if isinstance(d, str) and d not in input_sizes:
+                    self.diag.error(f"size '{d}' of result '{r.name}' is not the size of any input",
+                                    r.type.loc or r.loc, "every size must be known from the inputs' shapes")
+        assigned: set[str] = set()
+        infos = []
+        for item in self.func.body:
+            if isinstance(item, ir.Alloc):
+                if item.name in self.types:
+                    self.diag.error(f"duplicate definition of '{item.name}'", item.loc)
+                self.types[item.name] = item.type
+                self.defined_at[item.name] = item.loc
+                assigned.add(item.name)
+            if isinstance(item, ir.Assign):
+                info = self.stmt(item, assigned)
+                if info is not None:
+                    infos.append(info)
+        for r in self.func.results:
+            if r.name not in self.attempted and not self.func.is_explicit:
+                self.diag.error(f"result '{r.name}' is never assigned", r.loc)
+        inter = tuple(n for n in assigned if n not in self.results)
+        return FuncInfo(self.func, dict(self.types), infos, inter)
+
+    # ---------------------------------------------------------------- statement
+    def stmt(self, s: ir.Assign, assigned: set[str]) -> StmtInfo | None:
+        errors_before = len(self.diag.diagnostics)
+        t = s.target
+        self.attempted.add(t.name)
+        if t.name in self.inputs:
+            self.diag.error(f"cannot assign to input '{t.name}'", t.loc)
+            return None
+        if t.name in assigned:
+            self.diag.error(f"duplicate definition of '{t.name}'", t.loc,
+                            f"first defined at {self.defined_at.get(t.name)}")
+            return None
+        if t.name in self.sizes:
+            self.diag.error(f"'{t.name}' is a size name and cannot be assigned", t.loc)
+            return None
+        out_vars: list[str] = []
+        for idx in t.index:
+            if not isinstance(idx, ir.Var):
+                self.diag.error("left-hand side indices must be plain index variables", getattr(idx, "loc", t.loc))
+                return None
+            if idx.name in out_vars:
+                self.diag.error(f"index '{idx.name}' appears twice on the left-hand side", idx.loc)
+                return None
+            if idx.name in self.sizes or idx.name in self.types:
+                self.diag.error(f"index '{idx.name}' has the name of a {'size' if idx.name in self.sizes else 'tensor'}",
+                                idx.loc)
+                return None
+            out_vars.append(idx.name)
+        ranges: dict[str, tuple[ir.Dim, Loc | None]] = {}
+        if t.name in self.results:
+            rtype = self.results[t.name].type
+            if rtype.rank != len(t.index):
+                self.diag.error(f"'{t.name}' has rank {rtype.rank} but is indexed with {len(t.index)} indices", t.loc)
+                return None
+            for v, d in zip(out_vars, rtype.shape):
+                ranges[v] = (d, self.results[t.name].loc)
+        self.collect_ranges(s.value, ranges, set(out_vars))
+        kind = self.expr_kind(s.value, set(out_vars) | set(ranges))
+        missing = [v for v in out_vars if v not in ranges]
+        for v in missing:
+            self.diag.error(f"index '{v}' has no range: it indexes no tensor dimension directly", t.loc)
+        for x in _walk(s.value):
+            if isinstance(x, ir.Var) and x.name not in self.sizes and x.name not in ranges and x.name not in out_vars:
+                what = "tensor used without indices" if x.name in self.types else "unknown name"
+                self.diag.error(f"{what} '{x.name}'", x.loc,
+                                "an index variable gets its range by indexing a tensor dimension directly")
+                ranges[x.name] = (1, None)  # reported once
+        reduce_vars = self.bind_reductions(s, set(out_vars))
+        if len(self.diag.diagnostics) > errors_before:
+            return None
+        shape = tuple(ranges[v][0] for v in out_vars)
+        if t.name in self.results:
+            rtype = self.results[t.name].type
+            if rtype.shape != shape:
+                self.diag.error(f"shape mismatch: '{t.name}' is declared {list(rtype.shape)} but assigned {list(shape)}",
+                                t.loc)
+                return None
+            self.check_assign_kind(rtype.dtype, kind, s)
+        else:
+            dtype = {KIND_FLOAT: ir.DType.f32, KIND_BOOL: ir.DType.bool}.get(kind, ir.DType.i32)
+            if kind == KIND_INT and self.uses_i64(s.value):
+                dtype = ir.DType.i64
+            self.types[t.name] = ir.TensorType(dtype, shape)
+        assigned.add(t.name)
+        self.defined_at[t.name] = t.loc
+        return StmtInfo(s, tuple(out_vars), {v: r[0] for v, r in ranges.items()}, reduce_vars)
+
+    def check_assign_kind(self, dtype: ir.DType, kind: str, s: ir.Assign) -> None:
+        if kind == KIND_BOOL and dtype != ir.DType.bool:
+            self.diag.error(f"cannot assign a boolean value to '{s.target.name}' of type {dtype.value}",
+                            s.value.loc or s.loc, f"convert explicitly, e.g. {dtype.value}(...)")
+        elif kind == KIND_FLOAT and not dtype.is_float:
+            self.diag.error(f"cannot assign a floating-point value to '{s.target.name}' of type {dtype.value}",
+                            s.value.loc or s.loc, f"convert explicitly, e.g. {dtype.value}(...)")
+        elif kind == KIND_INT and dtype == ir.DType.bool:
+            self.diag.error(f"cannot assign an integer value to boolean '{s.target.name}'", s.value.loc or s.loc)
+
+    def uses_i64(self, e) -> bool:
+        return any(isinstance(x, ir.Ref) and x.name in self.types and self.types[x.name].dtype == ir.DType.i64
+                   for x in _walk(e))
+
+    # ------------------------------------------------------------------ ranges
+    def collect_ranges(self, e, ranges, out_vars) -> None:
+        for x in _walk(e):
+            if not isinstance(x, ir.Ref):
+                continue
+            if x.name not in self.types:
+                if x.name in self.sizes:
+                    self.diag.error(f"'{x.name}' is a size, not a tensor", x.loc)
+                else:
+                    self.diag.error(f"undefined tensor '{x.name}'", x.loc)
+                continue
+            ttype = self.types[x.name]
+            if len(x.index) != ttype.rank:
+                self.diag.error(f"'{x.name}' has rank {ttype.rank} but is indexed with {len(x.index)} indices", x.loc)
+                continue
+            for dim, idx in zip(ttype.shape, x.index):
+                if isinstance(idx, ir.Slice):
+                    self.diag.error("slices are only allowed inside kernels", idx.loc)
+                    continue
+                if isinstance(idx, ir.Var) and idx.name not in self.sizes:
+                    if idx.name in self.types:
+                        self.diag.error(f"'{idx.name}' is a tensor, not an index", idx.loc)
+                        continue
+                    if idx.name in ranges and ranges[idx.name][0] != dim:
+                        prev, where = ranges[idx.name]
+                        self.diag.error(f"shape mismatch: index '{idx.name}' ranges over {dim} here but over {prev} "
+                                        f"elsewhere", idx.loc, f"the other use is at {where}")
+                        continue
+                    ranges.setdefault(idx.name, (dim, idx.loc))
+                else:
+                    self.check_index_expr(idx)
+
+    def check_index_expr(self, idx) -> None:
+        for x in _walk(idx):
+            if isinstance(x, ir.Ref):
+                self.diag.error("data-dependent indexing is not supported: an index may not read a tensor", x.loc)
+                return
+            if isinstance(x, (ir.Reduce, ir.Call)):
+                self.diag.error("an index must be an affine expression of index variables and sizes", x.loc)
+                return
+            if isinstance(x, ir.Const) and not isinstance(x.value, int) or isinstance(x, ir.Const) and isinstance(x.value, bool):
+                self.diag.error(f"index expressions must be integers, not {x.value!r}", x.loc)
+                return
+        if to_affine(idx) is None:
+            self.diag.error("an index must be an affine expression of index variables and sizes",
+                            getattr(idx, "loc", None))
+
+    # ------------------------------------------------------------- reductions
+    def bind_reductions(self, s: ir.Assign, out_vars: set[str]) -> dict[int, tuple[str, ...]]:
+        """Each non-output index is reduced by the innermost reduction that holds all its uses."""
+        paths: dict[str, list[tuple[int, ...]]] = {}
+        first_loc: dict[str, Loc | None] = {}
+        counter = [0]
+
+        def walk(x, path):
+            if isinstance(x, ir.Reduce):
+                n = counter[0]
+                counter[0] += 1
+                walk(x.arg, path + (n,))
+            elif isinstance(x, ir.Var):
+                if x.name not in out_vars and x.name not in self.sizes:
+                    paths.setdefault(x.name, []).append(path)
+                    first_loc.setdefault(x.name, x.loc)
+            elif isinstance(x, ir.Ref):
+                for i in x.index:
+                    walk(i, path)
+            elif isinstance(x, ir.BinOp):
+                walk(x.lhs, path)
+                walk(x.rhs, path)
+            elif isinstance(x, ir.UnOp):
+                walk(x.operand, path)
+            elif isinstance(x, ir.Call):
+                for a in x.args:
+                    walk(a, path)
+        walk(s.value, ())
+        bound: dict[int, list[str]] = {n: [] for n in range(counter[0])}
+        for var, ps in paths.items():
+            common = ps[0]
+            for p in ps[1:]:
+                k = 0
+                while k < min(len(common), len(p)) and common[k] == p[k]:
+                    k += 1
+                common = common[:k]
+            if not common:
+                self.diag.error(f"index '{var}' is not on the left-hand side and not inside a reduction",
+                                first_loc[var], "add it to the left-hand side, or reduce over it, e.g. sum(...)")
+                continue
+            bound[common[-1]].append(var)
+        for n, reds in enumerate(reductions_preorder(s.value)):
+            if not bound.get(n) and n in bound:
+                self.diag.error(f"{reds.op}() reduces over nothing: every index inside it is on the left-hand side",
+                                reds.loc, "a reduction needs an index that appears only inside it")
+            if reds.axes is not None:
+                self.diag.error("axis= is only allowed in kernels; the operator layer reduces implicitly", reds.loc)
+        return {n: tuple(v) for n, v in bound.items()}
+
+    # ------------------------------------------------------------------- kinds
+    def expr_kind(self, e, index_vars: set[str]) -> str:
+        k = self._kind(e, index_vars)
+        return k or KIND_FLOAT
+
+    def _kind(self, e, iv) -> str | None:
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, bool):
+                return KIND_BOOL
+            return KIND_INT if isinstance(e.value, int) else KIND_FLOAT
+        if isinstance(e, ir.Var):
+            return KIND_INT
+        if isinstance(e, ir.Ref):
+            t = self.types.get(e.name)
+            if t is None:
+                return None
+            return KIND_BOOL if t.dtype == ir.DType.bool else KIND_FLOAT if t.dtype.is_float else KIND_INT
+        if isinstance(e, ir.UnOp):
+            k = self._kind(e.operand, iv)
+            if e.op == "not":
+                self._need(k, KIND_BOOL, e, "'not' needs a boolean operand")
+                return KIND_BOOL
+            self._no_bool(k, e, "unary '-'")
+            return k
+        if isinstance(e, ir.BinOp):
+            a, b = self._kind(e.lhs, iv), self._kind(e.rhs, iv)
+            if e.op in ("and", "or"):
+                self._need(a, KIND_BOOL, e.lhs, f"'{e.op}' needs boolean operands")
+                self._need(b, KIND_BOOL, e.rhs, f"'{e.op}' needs boolean operands")
+                return KIND_BOOL
+            if e.op in ir.COMPARISONS:
+                if e.op not in ("==", "!="):
+                    self._no_bool(a, e.lhs, f"'{e.op}'")
+                    self._no_bool(b, e.rhs, f"'{e.op}'")
+                return KIND_BOOL
+            self._no_bool(a, e.lhs, f"'{e.op}'")
+            self._no_bool(b, e.rhs, f"'{e.op}'")
+            if e.op in ("//", "%") and KIND_FLOAT in (a, b):
+                self.diag.error(f"'{e.op}' needs integer operands", e.loc)
+            if e.op == "/":
+                return KIND_FLOAT
+            return KIND_FLOAT if KIND_FLOAT in (a, b) else KIND_INT
+        if isinstance(e, ir.Reduce):
+            k = self._kind(e.arg, iv)
+            self._no_bool(k, e, f"{e.op}()")
+            return KIND_FLOAT if e.op == "mean" else k
+        if isinstance(e, ir.Call):
+            return self._call_kind(e, iv)
+        return None
+
+    def _call_kind(self, e: ir.Call, iv) -> str | None:
+        kinds = [self._kind(a, iv) for a in e.args]
+        if e.fn in ir.REDUCTIONS and e.fn not in ("max", "min"):
+            self.diag.error(f"{e.fn}() takes exactly one argument", e.loc)
+            return None
+        if e.fn not in KNOWN_FUNCS:
+            self.diag.error(f"unknown function '{e.fn}'", e.loc, "known: " + ", ".join(sorted(KNOWN_FUNCS)))
+            return None
+        if e.fn in ("max", "min") and len(e.args) not in (1, 2):
+            self.diag.error(f"{e.fn}() takes one argument (a reduction) or two (element-wise)", e.loc)
+            return None
+        if len(e.args) != KNOWN_FUNCS[e.fn]:
+            self.diag.error(f"{e.fn}() takes {KNOWN_FUNCS[e.fn]} argument(s), got {len(e.args)}", e.loc)
+            return None
+        if e.fn in ir.CASTS:
+            return KIND_BOOL if e.fn == "bool" else KIND_FLOAT if ir.DType(e.fn).is_float else KIND_INT
+        if e.fn == "select":
+            self._need(kinds[0], KIND_BOOL, e.args[0], "select() needs a boolean condition")
+            if (kinds[1] == KIND_BOOL) != (kinds[2] == KIND_BOOL):
+                self.diag.error("select() branches must both be boolean or both numeric", e.loc)
+            return KIND_FLOAT if KIND_FLOAT in kinds[1:] else kinds[1]
+        for k, a in zip(kinds, e.args):
+            self._no_bool(k, a, f"{e.fn}()")
+        if e.fn in ("max", "min", "abs", "neg"):
+            return KIND_FLOAT if KIND_FLOAT in kinds else kinds[0]
+        return KIND_FLOAT
+
+    def _need(self, k, want, e, msg) -> None:
+        if k is not None and k != want:
+            self.diag.error(msg, getattr(e, "loc", None))
+
+    def _no_bool(self, k, e, what) -> None:
+        if k == KIND_BOOL:
+            self.diag.error(f"{what} does not take boolean operands", getattr(e, "loc", None),
+                            "convert with f32(...) or use select()")
+
+
+def _walk(e):
+    """Every sub-expression (including slice parts) in preorder."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        if isinstance(x, ir.Ref):
+            stack.extend(reversed(x.index))
+        elif isinstance(x, ir.Slice):
+            stack.extend([x.stop, x.start])
+        elif isinstance(x, ir.BinOp):
+            stack.extend([x.rhs, x.lhs])
+        elif isinstance(x, ir.UnOp):
+            stack.append(x.operand)
+        elif isinstance(x, ir.Call):
+            stack.extend(reversed(x.args))
+        elif isinstance(x, ir.Reduce):
+            stack.append(x.arg)
+
+
+def analyze_func(func: ir.Func, diag: DiagnosticCollector) -> FuncInfo:
+    return _FuncAnalyzer(func, diag).run()
+
+
+def func_info(func: ir.Func) -> FuncInfo:
+    """Analyze and raise GirError on any violation."""
+    diag = DiagnosticCollector()
+    info = analyze_func(func, diag)
+    diag.raise_if_any()
+    return info
+
+
+__all__ = ["FuncInfo", "StmtInfo", "analyze_func", "func_info", "reductions_preorder", "GirError"]

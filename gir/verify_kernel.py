@@ -1,0 +1,331 @@
+"""Structural verification of the explicit layer: scopes, levels, regions, shapes, dtypes.
+
+Semantic properties that hold "for all sizes" (bounds, races, alignment, overflow)
+are proven by the z3/isl checks in `passes/`; this module checks what the text says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gir import ir
+from gir.affine import free_vars, is_quasi_affine, to_affine
+from gir.errors import DiagnosticCollector
+
+GPU_ORDER = {ir.ParLevel.block: 0, ir.ParLevel.warp: 1, ir.ParLevel.thread: 1, ir.ParLevel.lane: 2}
+MLU_ORDER = {ir.ParLevel.cluster: 0, ir.ParLevel.core: 1}
+ALLOC_SCOPE = {  # level → (parallel level it must be inside, levels it must be outside)
+    ir.Level.shared: (ir.ParLevel.block, {ir.ParLevel.warp, ir.ParLevel.lane, ir.ParLevel.thread}),
+    ir.Level.reg: (None, set()),
+    ir.Level.sram: (ir.ParLevel.cluster, {ir.ParLevel.core}),
+    ir.Level.nram: (ir.ParLevel.core, set()),
+    ir.Level.wram: (ir.ParLevel.core, set()),
+}
+VEC_WIDTHS = (1, 2, 4, 8, 16)
+
+
+@dataclass
+class Buffer:
+    name: str
+    type: ir.TensorType
+    level: ir.Level
+
+
+@dataclass
+class Scope:
+    buffers: dict[str, Buffer]
+    vars: dict[str, ir.ParLevel | None] = field(default_factory=dict)  # loop vars → parallel level or None
+    levels: list[ir.ParLevel] = field(default_factory=list)
+
+
+def region_shape(ref: ir.Ref) -> tuple[int, ...] | None:
+    """Lengths of the slice dimensions of a region (point dimensions dropped); None if not constant."""
+    shape = []
+    for i in ref.index:
+        if isinstance(i, ir.Slice):
+            a, b = to_affine(i.start), to_affine(i.stop)
+            if a is None or b is None or not (b - a).is_const:
+                return None
+            n = (b - a).const
+            shape.append(max(0, -(-n // i.step)))
+    return tuple(shape)
+
+
+class KernelVerifier:
+    def __init__(self, func: ir.Func, globals_: dict[str, Buffer], diag: DiagnosticCollector):
+        self.func = func
+        self.globals = globals_
+        self.diag = diag
+        self.sizes = set(func.size_symbols())
+        self.family: str | None = None
+
+    def kernel(self, k: ir.Kernel) -> None:
+        self.family = None
+        scope = Scope(dict(self.globals))
+        if not k.body:
+            self.diag.error(f"kernel '{k.name}' is empty", k.loc)
+        for s in k.body:
+            if not isinstance(s, ir.Parallel):
+                self.diag.error("a kernel body must start with a parallel scope (@block, @cluster or @core)",
+                                getattr(s, "loc", k.loc))
+                continue
+            self.stmt(s, scope)
+
+    def _family(self, fam: str, loc) -> None:
+        if self.family is None:
+            self.family = fam
+        elif self.family != fam:
+            self.diag.error(f"mixes {fam.upper()} and {self.family.upper()} primitives in one kernel", loc)
+
+    # ------------------------------------------------------------- statements
+    def block(self, stmts, scope: Scope) -> None:
+        inner = Scope(dict(scope.buffers), dict(scope.vars), list(scope.levels))
+        for s in stmts:
+            self.stmt(s, inner)
+
+    def stmt(self, s, scope: Scope) -> None:
+        handler = getattr(self, "_" + type(s).__name__.lower(), None)
+        if handler is None:
+            self.diag.error(f"{type(s).__name__} is not allowed inside a kernel", getattr(s, "loc", None))
+            return
+        handler(s, scope)
+
+    def _parallel(self, s: ir.Parallel, scope: Scope) -> None:
+        self._family(s.level.family, s.loc)
+        order = GPU_ORDER if s.level.family == "gpu" else MLU_ORDER
+        depth = sum(1 for lv in scope.levels if lv == s.level)
+        if s.level in scope.levels and (scope.levels[-1] != s.level or depth >= 3):
+            self.diag.error(f"@{s.level.value} scopes nest only directly inside each other, at most 3 deep "
+                            "(a multi-dimensional grid)", s.loc)
+        elif scope.levels and scope.levels[-1] != s.level and order.get(scope.levels[-1], -1) >= order[s.level]:
+            self.diag.error(f"@{s.level.value} cannot be nested inside @{scope.levels[-1].value}", s.loc)
+        if s.level == ir.ParLevel.lane and ir.ParLevel.warp not in scope.levels:
+            self.diag.error("@lane must be inside a @warp scope", s.loc)
+        if (s.level in (ir.ParLevel.warp, ir.ParLevel.lane) and ir.ParLevel.thread in scope.levels) or (
+                s.level == ir.ParLevel.thread and ir.ParLevel.warp in scope.levels):
+            self.diag.error("@thread cannot be combined with @warp/@lane in one kernel", s.loc)
+        self.bounds(s.lo, s.hi, scope, s.loc)
+        inner = self.bind_var(s.var, s.level, scope, s.loc)
+        inner.levels.append(s.level)
+        for st in s.body:
+            self.stmt(st, inner)
+
+    def _for(self, s: ir.For, scope: Scope) -> None:
+        self.bounds(s.lo, s.hi, scope, s.loc)
+        if s.step < 1:
+            self.diag.error("loop step must be positive", s.loc)
+        inner = self.bind_var(s.var, None, scope, s.loc)
+        for st in s.body:
+            self.stmt(st, inner)
+
+    def _if(self, s: ir.If, scope: Scope) -> None:
+        self.scalar_expr(s.cond, scope, "condition")
+        self.block(s.then, scope)
+        self.block(s.orelse, scope)
+
+    def bind_var(self, name, level, scope, loc) -> Scope:
+        if name in scope.vars or name in scope.buffers or name in self.sizes:
+            self.diag.error(f"'{name}' shadows an existing name", loc)
+        inner = Scope(dict(scope.buffers), dict(scope.vars), list(scope.levels))
+        inner.vars[name] = level
+        return inner
+
+    def bounds(self, lo, hi, scope, loc) -> None:
+        for e in (lo, hi):
+            if not is_quasi_affine(e):
+                self.diag.error("loop bounds must be affine in sizes and enclosing variables "
+                                "(with //, %, cdiv by constants, min, max)", getattr(e, "loc", None) or loc)
+            self.names(e, scope)
+
+    def names(self, e, scope) -> None:
+        for name in free_vars(e):
+            if name not in scope.vars and name not in self.sizes:
+                self.diag.error(f"unknown name '{name}'", getattr(e, "loc", None),
+                                "only sizes and enclosing loop/parallel variables may appear here")
+
+    def scalar_expr(self, e, scope, what) -> None:
+        self.names(e, scope)
+        for x in _refs(e):
+            self.diag.error(f"a {what} may not read tensors", x.loc)
+
+    def _alloc(self, s: ir.Alloc, scope: Scope) -> None:
+        self._family(s.level.family, s.loc)
+        if s.level.off_chip:
+            self.diag.error(f"@{s.level.value} buffers are allocated at function level, not in a kernel", s.loc)
+        else:
+            need, outside = ALLOC_SCOPE[s.level]
+            if s.level == ir.Level.reg and not ({ir.ParLevel.thread, ir.ParLevel.lane} & set(scope.levels)):
+                self.diag.error("@reg buffers belong inside a @thread or @lane scope", s.loc)
+            if need is not None and need not in scope.levels:
+                self.diag.error(f"@{s.level.value} buffers belong inside a @{need.value} scope", s.loc)
+            bad = outside & set(scope.levels)
+            if bad:
+                self.diag.error(f"@{s.level.value} buffers are per {need.value}; allocate outside "
+                                f"@{sorted(b.value for b in bad)[0]}", s.loc)
+            for d in s.type.shape:
+                if not isinstance(d, int):
+                    self.diag.error(f"on-chip buffer '{s.name}' needs constant sizes, not '{d}'", s.type.loc or s.loc)
+                elif d < 1:
+                    self.diag.error(f"buffer '{s.name}' has an empty dimension", s.type.loc or s.loc)
+        if s.name in scope.buffers or s.name in scope.vars or s.name in self.sizes:
+            self.diag.error(f"duplicate definition of '{s.name}'", s.loc)
+        scope.buffers[s.name] = Buffer(s.name, s.type, s.level)
+
+    def _sync(self, s: ir.Sync, scope: Scope) -> None:
+        self._family(s.level.family, s.loc)
+        if s.level == ir.ParLevel.block and ir.ParLevel.block not in scope.levels:
+            self.diag.error("sync @block outside a @block scope", s.loc)
+        if s.level in (ir.ParLevel.lane, ir.ParLevel.thread):
+            self.diag.error(f"sync @{s.level.value} is meaningless: threads do not wait for themselves", s.loc)
+        if s.level == ir.ParLevel.warp and ir.ParLevel.warp not in scope.levels and ir.ParLevel.thread not in scope.levels:
+            self.diag.error("sync @warp outside a warp or thread scope", s.loc)
+
+    def _move(self, s: ir.Move, scope: Scope) -> None:
+        dst, src = self.region(s.dst, scope), self.region(s.src, scope)
+        if dst is None or src is None:
+            return
+        if s.kind == "load" and (not src.level.off_chip or dst.level.off_chip):
+            self.diag.error("load moves from @global/@gdram to an on-chip buffer", s.loc,
+                            f"here: @{src.level.value} -> @{dst.level.value}; use copy or store")
+        if s.kind == "store" and (src.level.off_chip or not dst.level.off_chip):
+            self.diag.error("store moves from an on-chip buffer to @global/@gdram", s.loc,
+                            f"here: @{src.level.value} -> @{dst.level.value}; use copy or load")
+        if dst.type.dtype != src.type.dtype:
+            self.diag.error(f"data movement cannot convert {src.type.dtype.value} to {dst.type.dtype.value}", s.loc,
+                            "convert with a compute instruction")
+        a, b = region_shape(s.dst), region_shape(s.src)
+        if a is not None and b is not None and a != b and _squeeze(a) != _squeeze(b):
+            self.diag.error(f"region shapes differ: destination {list(a)} vs source {list(b)}", s.loc)
+        if s.vec not in VEC_WIDTHS:
+            self.diag.error(f"vector width must be one of {VEC_WIDTHS}", s.loc)
+        elif a is not None and s.vec > 1:
+            inner = a[-1] if a else 1
+            if inner % s.vec:
+                self.diag.error(f"vector width {s.vec} does not divide the innermost region length {inner}", s.loc)
+            if self.family == "gpu" and s.vec * dst.type.dtype.nbytes > 16:
+                self.diag.error(f"vector access of {s.vec * dst.type.dtype.nbytes} bytes; GPUs move at most 16",
+                                s.loc)
+        if s.other is not None and s.kind != "load":
+            self.diag.error("'other' only applies to masked loads", s.loc)
+        if s.other is not None and not s.mask:
+            self.diag.error("'other' needs 'mask'", s.loc)
+
+    def region(self, ref: ir.Ref, scope: Scope) -> Buffer | None:
+        buf = scope.buffers.get(ref.name)
+        if buf is None:
+            self.diag.error(f"undefined buffer '{ref.name}'", ref.loc)
+            return None
+        self._family(buf.level.family, ref.loc) if not buf.level.off_chip else None
+        if len(ref.index) != buf.type.rank:
+            self.diag.error(f"'{ref.name}' has rank {buf.type.rank} but is indexed with {len(ref.index)} indices",
+                            ref.loc)
+            return None
+        for i in ref.index:
+            parts = (i.start, i.stop) if isinstance(i, ir.Slice) else (i,)
+            for p in parts:
+                if not is_quasi_affine(p):
+                    self.diag.error("region indices must be affine in sizes and loop variables", p.loc or ref.loc)
+                self.names(p, scope)
+                for r in _refs(p):
+                    self.diag.error("data-dependent indexing is not supported", r.loc)
+            if isinstance(i, ir.Slice):
+                a, b = to_affine(i.start), to_affine(i.stop)
+                if a is None or b is None or not (b - a).is_const:
+                    self.diag.error("slice length must be a constant (stop - start)", i.loc or ref.loc)
+                elif (b - a).const <= 0:
+                    self.diag.error("empty slice", i.loc or ref.loc)
+        return buf
+
+    def _assign(self, s: ir.Assign, scope: Scope) -> None:
+        dst = self.region(s.target, scope)
+        if dst is not None and dst.level.off_chip:
+            self.diag.error(f"compute writes @{dst.level.value} tensor '{dst.name}' directly", s.target.loc,
+                            "compute on on-chip tiles and move results with store")
+        self.compute_expr(s.value, scope)
+        shape = region_shape(s.target)
+        vshape = self.expr_shape(s.value, scope)
+        if shape is not None and vshape is not None and not _broadcasts(vshape, shape):
+            self.diag.error(f"value of shape {list(vshape)} does not broadcast to the target region {list(shape)}",
+                            s.loc)
+
+    def compute_expr(self, e, scope) -> None:
+        for x in _subexprs(e):
+            if isinstance(x, ir.Ref):
+                buf = self.region(x, scope)
+                if buf is not None and buf.level.off_chip:
+                    self.diag.error(f"compute reads @{buf.level.value} tensor '{x.name}' directly", x.loc,
+                                    "load it into an on-chip buffer first")
+            elif isinstance(x, ir.Var) and x.name not in scope.vars and x.name not in self.sizes:
+                self.diag.error(f"unknown name '{x.name}'", x.loc)
+            elif isinstance(x, ir.Call):
+                from gir.shapes import KNOWN_FUNCS
+                if x.fn not in KNOWN_FUNCS or (KNOWN_FUNCS[x.fn] != len(x.args) and x.fn not in ("max", "min")):
+                    self.diag.error(f"unknown function or wrong arity: {x.fn}/{len(x.args)}", x.loc)
+
+    def expr_shape(self, e, scope) -> tuple[int, ...] | None:
+        if isinstance(e, (ir.Const, ir.Var)):
+            return ()
+        if isinstance(e, ir.Ref):
+            return region_shape(e)
+        if isinstance(e, ir.Reduce):
+            inner = self.expr_shape(e.arg, scope)
+            if inner is None:
+                return None
+            axes = tuple(range(len(inner))) if e.axes is None else e.axes
+            if any(a >= len(inner) or a < 0 for a in axes):
+                self.diag.error(f"axis out of range for a tile of rank {len(inner)}", e.loc)
+                return None
+            return tuple(n for k, n in enumerate(inner) if k not in axes)
+        children = [e.lhs, e.rhs] if isinstance(e, ir.BinOp) else [e.operand] if isinstance(e, ir.UnOp) else \
+            list(e.args) if isinstance(e, ir.Call) else []
+        shapes = [self.expr_shape(c, scope) for c in children]
+        if any(s is None for s in shapes):
+            return None
+        out: tuple[int, ...] = ()
+        for sh in shapes:
+            merged = _broadcast(out, sh)
+            if merged is None:
+                self.diag.error(f"tile shapes {list(out)} and {list(sh)} do not broadcast", getattr(e, "loc", None))
+                return None
+            out = merged
+        return out
+
+    def _xreduce(self, s: ir.XReduce, scope: Scope) -> None:
+        buf = self.region(s.target, scope)
+        if buf is not None and buf.level != ir.Level.reg:
+            self.diag.error("allreduce works on @reg values", s.loc)
+        level = scope.vars.get(s.var)
+        if s.var not in scope.vars or level not in (ir.ParLevel.lane, ir.ParLevel.thread):
+            self.diag.error(f"allreduce must be over an enclosing @lane or @thread variable, not '{s.var}'", s.loc)
+        if s.op not in ("sum", "max", "min", "prod"):
+            self.diag.error(f"unknown reduction '{s.op}'", s.loc)
+        if s.width is not None and (s.width < 2 or s.width > 64 or s.width & (s.width - 1)):
+            self.diag.error("allreduce width must be a power of two between 2 and 64", s.loc)
+
+
+def _squeeze(shape):
+    return tuple(n for n in shape if n != 1)
+
+
+def _broadcast(a, b):
+    out = []
+    for x, y in zip(((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b))):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def _broadcasts(src, dst) -> bool:
+    if len(src) > len(dst):
+        return _squeeze(src) == _squeeze(dst)
+    merged = _broadcast(src, dst)
+    return merged == tuple(dst) or _squeeze(src) == _squeeze(dst)
+
+
+def _subexprs(e):
+    from gir.shapes import _walk
+    return _walk(e)
+
+
+def _refs(e):
+    return [x for x in _subexprs(e) if isinstance(x, ir.Ref)]

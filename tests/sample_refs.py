@@ -1,0 +1,275 @@
+"""Hand-written numpy references for the operator-layer programs in samples/.
+
+Every reference is written from the mathematics of the operator (not from the GIR text) and computes in
+float64.  ``REFERENCES[name] = (ref_fn, sizes_list)``: ``ref_fn(**inputs)`` returns a dict of result name to
+array (a reference with a keyword-only ``sizes`` parameter also gets the size binding, for symbols that occur
+only in results); each entry of ``sizes_list`` binds every size symbol of the program (include 1, non-powers of two and
+tails).  ``INPUT_MAKERS[name][param] = fn(shape, sizes, rng)`` overrides the default random input of a parameter
+whose values are constrained (class indices, labels).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # scipy is optional; math.erf is exact enough in float64
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover
+    _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _f(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis; rows of all -inf are not expected."""
+    m = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _logsumexp(z: np.ndarray) -> np.ndarray:
+    m = z.max(axis=-1, keepdims=True)
+    return (np.log(np.exp(z - m).sum(axis=-1, keepdims=True)) + m)[..., 0]
+
+
+def _layernorm(h: np.ndarray, gamma, beta, eps: float) -> np.ndarray:
+    mu = h.mean(axis=-1, keepdims=True)
+    var = ((h - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (h - mu) / np.sqrt(var + eps) * _f(gamma) + _f(beta)
+
+
+# ---------------------------------------------------------------- references
+
+
+def softmax(x):
+    return {"y": _softmax(_f(x))}
+
+
+def softmax_f16(x):
+    return {"y": _softmax(_f(x))}
+
+
+def log_softmax(x):
+    x = _f(x)
+    return {"y": x - _logsumexp(x)[:, None]}
+
+
+def layernorm(x, gamma, beta):
+    return {"y": _layernorm(_f(x), gamma, beta, 1e-5)}
+
+
+def layernorm_768(x, gamma, beta):
+    return {"y": _layernorm(_f(x), gamma, beta, 1e-5)}
+
+
+def rmsnorm(x, w):
+    x = _f(x)
+    rms = np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6)
+    return {"y": x / rms * _f(w)}
+
+
+def rmsnorm_bf16(x, w):
+    return rmsnorm(x, w)
+
+
+def add_layernorm(x, res, gamma, beta):
+    h = _f(x) + _f(res)
+    return {"h": h, "y": _layernorm(h, gamma, beta, 1e-5)}
+
+
+def bias_gelu_tanh(x, bias):
+    t = _f(x) + _f(bias)
+    c = math.sqrt(2.0 / math.pi)
+    return {"y": 0.5 * t * (1.0 + np.tanh(c * (t + 0.044715 * t**3)))}
+
+
+def bias_gelu_erf(x, bias):
+    t = _f(x) + _f(bias)
+    return {"y": 0.5 * t * (1.0 + _erf(t / math.sqrt(2.0)))}
+
+
+def row_sum(x):
+    return {"y": _f(x).sum(axis=1)}
+
+
+def col_sum(x):
+    return {"y": _f(x).sum(axis=0)}
+
+
+def row_mean(x):
+    m = _f(x).mean(axis=1)
+    return {"y": m, "y2": m}
+
+
+def row_max(x):
+    x = _f(x)
+    return {"y": x.max(axis=1), "ymin": x.min(axis=1)}
+
+
+def reduce_mid(x):
+    return {"y": _f(x).sum(axis=1)}
+
+
+def transpose2d(x):
+    return {"y": _f(x).T}
+
+
+def permute0213(x):
+    return {"y": np.transpose(_f(x), (0, 2, 1, 3))}
+
+
+def reverse_rows(x):
+    return {"y": _f(x)[:, ::-1]}
+
+
+def scaled_causal_softmax(x, scale):
+    z = _f(x) * float(scale)
+    s = z.shape[-1]
+    causal = np.tril(np.ones((s, s), dtype=bool))  # key index <= query index
+    z = np.where(causal, z, -np.inf)
+    return {"y": _softmax(z)}
+
+
+def masked_softmax(x, mask):
+    z = np.where(np.asarray(mask, dtype=bool), _f(x), -10000.0)
+    return {"y": _softmax(z)}
+
+
+def cross_entropy(x, target):
+    x = _f(x)
+    tgt = np.asarray(target).astype(np.int64)
+    picked = x[np.arange(x.shape[0]), tgt]
+    loss_row = _logsumexp(x) - picked
+    return {"loss_row": loss_row, "loss": np.array(loss_row.mean())}
+
+
+def soft_cross_entropy(x, t):
+    x = _f(x)
+    logp = x - _logsumexp(x)[:, None]
+    loss_row = -(_f(t) * logp).sum(axis=1)
+    return {"loss_row": loss_row, "loss": np.array(loss_row.mean())}
+
+
+def group_norm(x, gamma, beta):
+    x = _f(x)
+    mu = x.mean(axis=(2, 3), keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=(2, 3), keepdims=True)
+    y = (x - mu) / np.sqrt(var + 1e-5) * _f(gamma)[None, :, :, None] + _f(beta)[None, :, :, None]
+    return {"y": y}
+
+
+def elementwise_chain(x, a, bias):
+    x = _f(x)
+    sig = 1.0 / (1.0 + np.exp(-(x * _f(a) + _f(bias))))
+    u = sig * np.tanh(x) - np.abs(x)
+    v = 0.5 * np.sqrt(x * x + 1.0) - np.clip(x, -1.0, 1.0)
+    w = (np.abs(x) + 1.0) ** 1.5 - np.log1p(np.exp(-np.abs(x)))
+    return {"y": u + v + w}
+
+
+def swiglu(x, g):
+    x = _f(x)
+    return {"y": x / (1.0 + np.exp(-x)) * _f(g)}
+
+
+def relu_mask(x):
+    x = _f(x)
+    m = x > 0.0
+    return {"y": np.maximum(x, 0.0), "m": m, "cnt": m.sum(axis=1).astype(np.int64)}
+
+
+def onehot(label, w):
+    lab = np.asarray(label).astype(np.int64)
+    w = _f(w)
+    hit = lab[:, None] == np.arange(w.shape[0])[None, :]
+    return {"y": np.where(hit, w[None, :], 0.0)}
+
+
+def mse_loss(x, t):
+    d = _f(x) - _f(t)
+    return {"loss": np.array((d * d).mean())}
+
+
+def l2_normalize(x):
+    x = _f(x)
+    norm = np.sqrt((x * x).sum(axis=1, keepdims=True))
+    return {"y": x / np.maximum(norm, 1e-12)}
+
+
+# ---------------------------------------------------------------- sizes
+
+ROWS = [{"M": 7, "N": 1000}, {"M": 1, "N": 1025}, {"M": 3, "N": 1}, {"M": 33, "N": 17}, {"M": 1, "N": 1}]
+NORM = [{"M": 5, "N": 1024}, {"M": 1, "N": 1}, {"M": 13, "N": 769}, {"M": 2, "N": 3}]
+ELEMENTWISE = [{"M": 8, "N": 1000}, {"M": 1, "N": 1}, {"M": 3, "N": 4097}, {"M": 31, "N": 7}]
+REDUCE = [{"M": 7, "N": 1000}, {"M": 1, "N": 1}, {"M": 129, "N": 33}, {"M": 1, "N": 4099}, {"M": 5, "N": 1}]
+
+REFERENCES = {
+    "softmax": (softmax, ROWS),
+    "softmax_f16": (softmax_f16, ROWS),
+    "log_softmax": (log_softmax, ROWS),
+    "layernorm": (layernorm, NORM),
+    "layernorm_768": (layernorm_768, [{"M": 3}, {"M": 1}, {"M": 17}]),
+    "rmsnorm": (rmsnorm, NORM),
+    "rmsnorm_bf16": (rmsnorm_bf16, NORM),
+    "add_layernorm": (add_layernorm, [{"M": 4, "N": 768}, {"M": 1, "N": 1}, {"M": 9, "N": 1025}]),
+    "bias_gelu_tanh": (bias_gelu_tanh, ELEMENTWISE),
+    "bias_gelu_erf": (bias_gelu_erf, ELEMENTWISE),
+    "row_sum": (row_sum, REDUCE),
+    "col_sum": (col_sum, [{"M": 1000, "N": 7}, {"M": 1, "N": 1}, {"M": 33, "N": 129}, {"M": 257, "N": 1}]),
+    "row_mean": (row_mean, REDUCE),
+    "row_max": (row_max, REDUCE),
+    "reduce_mid": (reduce_mid, [{"B": 2, "S": 100, "D": 64}, {"B": 1, "S": 1, "D": 1}, {"B": 3, "S": 7, "D": 129}]),
+    "transpose2d": (transpose2d, [{"M": 7, "N": 13}, {"M": 1, "N": 1}, {"M": 64, "N": 33}, {"M": 1, "N": 100}]),
+    "permute0213": (
+        permute0213,
+        [{"B": 2, "S": 7, "H": 3, "D": 16}, {"B": 1, "S": 1, "H": 1, "D": 1}, {"B": 3, "S": 33, "H": 4, "D": 5}],
+    ),
+    "reverse_rows": (reverse_rows, [{"M": 3, "N": 10}, {"M": 1, "N": 1}, {"M": 5, "N": 1025}]),
+    "scaled_causal_softmax": (
+        scaled_causal_softmax,
+        [{"B": 2, "H": 3, "S": 17}, {"B": 1, "H": 1, "S": 1}, {"B": 1, "H": 2, "S": 64}],
+    ),
+    "masked_softmax": (masked_softmax, [{"M": 7, "N": 100}, {"M": 1, "N": 1}, {"M": 5, "N": 1025}, {"M": 16, "N": 2}]),
+    "cross_entropy": (cross_entropy, [{"M": 16, "N": 1000}, {"M": 1, "N": 1}, {"M": 7, "N": 2}, {"M": 3, "N": 1025}]),
+    "soft_cross_entropy": (soft_cross_entropy, [{"M": 16, "N": 1000}, {"M": 1, "N": 1}, {"M": 7, "N": 3}]),
+    "group_norm": (
+        group_norm,
+        [
+            {"N": 2, "G": 4, "CG": 3, "HW": 49},
+            {"N": 1, "G": 1, "CG": 1, "HW": 1},
+            {"N": 1, "G": 32, "CG": 2, "HW": 64},
+            {"N": 3, "G": 2, "CG": 5, "HW": 7},
+        ],
+    ),
+    "elementwise_chain": (elementwise_chain, ELEMENTWISE),
+    "swiglu": (swiglu, ELEMENTWISE),
+    "relu_mask": (relu_mask, [{"M": 7, "N": 100}, {"M": 1, "N": 1}, {"M": 3, "N": 1025}]),
+    "onehot": (onehot, [{"M": 7, "C": 10}, {"M": 1, "C": 1}, {"M": 100, "C": 33}]),
+    "mse_loss": (mse_loss, [{"M": 7, "N": 1000}, {"M": 1, "N": 1}, {"M": 33, "N": 31}]),
+    "l2_normalize": (l2_normalize, ROWS),
+}
+
+
+def _class_indices(shape, sizes, rng):
+    return rng.integers(0, sizes["N"], size=shape).astype(np.int32)
+
+
+def _labels(shape, sizes, rng):
+    return rng.integers(0, sizes["C"], size=shape).astype(np.int32)
+
+
+def _probabilities(shape, sizes, rng):
+    """Soft targets: positive rows summing to one (so the losses are positive, without cancellation)."""
+    p = rng.random(shape) + 0.05
+    return (p / p.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+INPUT_MAKERS = {
+    "soft_cross_entropy": {"t": _probabilities},
+    "cross_entropy": {"target": _class_indices},
+    "onehot": {"label": _labels},
+}
