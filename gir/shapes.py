@@ -264,17 +264,22 @@ class _FuncAnalyzer:
         walk(s.value, ())
         bound: dict[int, list[str]] = {n: [] for n in range(counter[0])}
         for var, ps in paths.items():
-            common = ps[0]
-            for p in ps[1:]:
-                k = 0
-                while k < min(len(common), len(p)) and common[k] == p[k]:
-                    k += 1
-                common = common[:k]
-            if not common:
+            if any(not p for p in ps):
                 self.diag.error(f"index '{var}' is not on the left-hand side and not inside a reduction",
                                 first_loc[var], "add it to the left-hand side, or reduce over it, e.g. sum(...)")
                 continue
-            bound[common[-1]].append(var)
+            # sibling reductions each reduce their own uses; nested ones bind at the innermost common one
+            groups: dict[int, list[tuple[int, ...]]] = {}
+            for p in ps:
+                groups.setdefault(p[0], []).append(p)
+            for group in groups.values():
+                common = group[0]
+                for p in group[1:]:
+                    k = 0
+                    while k < min(len(common), len(p)) and common[k] == p[k]:
+                        k += 1
+                    common = common[:k]
+                bound[common[-1]].append(var)
         for n, reds in enumerate(reductions_preorder(s.value)):
             if not bound.get(n) and n in bound:
                 self.diag.error(f"{reds.op}() reduces over nothing: every index inside it is on the left-hand side",

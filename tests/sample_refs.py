@@ -2,8 +2,7 @@
 
 Every reference is written from the mathematics of the operator (not from the GIR text) and computes in
 float64.  ``REFERENCES[name] = (ref_fn, sizes_list)``: ``ref_fn(**inputs)`` returns a dict of result name to
-array (a reference with a keyword-only ``sizes`` parameter also gets the size binding, for symbols that occur
-only in results); each entry of ``sizes_list`` binds every size symbol of the program (include 1, non-powers of two and
+array; each entry of ``sizes_list`` binds every size symbol of the program (include 1, non-powers of two and
 tails).  ``INPUT_MAKERS[name][param] = fn(shape, sizes, rng)`` overrides the default random input of a parameter
 whose values are constrained (class indices, labels).
 """
@@ -107,7 +106,7 @@ def row_mean(x):
 
 def row_max(x):
     x = _f(x)
-    return {"y": x.max(axis=1), "ymin": x.min(axis=1)}
+    return {"y": x.max(axis=1), "ymin": x.min(axis=1), "yrange": x.max(axis=1) - x.min(axis=1)}
 
 
 def reduce_mid(x):

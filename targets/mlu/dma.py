@@ -1,0 +1,121 @@
+"""``__memcpy`` / ``__memcpy_async``: checks, the byte copy, GDRAM traffic at segment granularity, and the DMA
+event (bytes, resources, latency) handed to the timing model.
+
+Shapes: plain ``(dst, src, size, DIR)`` copies ``size`` bytes. The strided forms add one or two levels
+``(dst_stride, src_stride, segnum)`` (strides in bytes): level 0 repeats the ``size``-byte segment ``segnum0+1``
+times, level 1 repeats that whole pattern ``segnum1+1`` times (BANG semantics).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .core import CoreCtx
+from .errors import MluError, Span
+from .lang import DIRECTIONS, GDRAM, SPACE_NAMES, SRAM
+from .memory import Ptr, check_range
+
+Level = tuple[int, int, int]  # dst_stride, src_stride, segnum
+
+
+def memcpy(c: CoreCtx, dst: Ptr, src: Ptr, size: int, direction: str, levels: tuple[Level, ...],
+           is_async: bool, span: Span) -> None:
+    name = "__memcpy_async" if is_async else "__memcpy"
+    dst_space, src_space = DIRECTIONS[direction]
+    for ptr, space, role in ((dst, dst_space, "destination"), (src, src_space, "source")):
+        if ptr.region.space != space:
+            raise MluError(f"{name} {direction}: {role} must point to {SPACE_NAMES[space]}, but "
+                           f"'{ptr.region.name}' is in {SPACE_NAMES[ptr.region.space]}")
+    if size < 0:
+        raise MluError(f"{name}: negative size {size}")
+    for dst_stride, src_stride, segnum in levels:
+        if dst_stride < 0 or src_stride < 0 or segnum < 0:
+            raise MluError(f"{name}: strides and segnum must be non-negative "
+                           f"(dst_stride={dst_stride}, src_stride={src_stride}, segnum={segnum})")
+    counts = tuple(lv[2] + 1 for lv in reversed(levels)) + (size,)
+    dst_strides = tuple(lv[0] for lv in reversed(levels)) + (1,)
+    src_strides = tuple(lv[1] for lv in reversed(levels)) + (1,)
+    dst_extent = _extent(counts, dst_strides)
+    src_extent = _extent(counts, src_strides)
+    check_range(dst, dst_extent, f"{name} destination")
+    check_range(src, src_extent, f"{name} source")
+    if size:
+        _copy(dst, src, counts, dst_strides, src_strides, dst_extent, src_extent)
+
+    m = c.machine
+    nseg = int(np.prod(counts[:-1])) if len(counts) > 1 else 1
+    useful = nseg * size
+    stats = c.stats
+    stats[f"{src_space}_read_bytes"] += useful
+    stats[f"{dst_space}_write_bytes"] += useful
+    gran = m.dma_granularity
+    flow = 0.0
+    if src_space == GDRAM:
+        starts = _segment_starts(src, counts, src_strides)
+        traffic, _ = _traffic(starts, size, gran, write=False)
+        flow += traffic
+    if dst_space == GDRAM:
+        starts = _segment_starts(dst, counts, dst_strides)
+        traffic, rmw = _traffic(starts, size, gran, write=True)
+        stats["gdram_rmw_bytes"] += rmw
+        flow += traffic + rmw
+    if GDRAM in (src_space, dst_space):
+        stats["gdram_traffic_bytes"] += flow
+        other = dst_space if src_space == GDRAM else src_space
+        port = ("m", c.cluster_id) if other == SRAM else ("p", c.task_id)
+        resources, latency = (("g",), port), m.gdram_latency_cycles
+    elif SRAM in (src_space, dst_space):
+        flow = float(useful)
+        resources, latency = (("s", c.cluster_id),), m.sram_latency_cycles
+    else:
+        flow = float(useful)
+        resources, latency = (("v", c.task_id),), m.move_latency_cycles
+    read = (src.region, src.off, src.off + src_extent)
+    write = (dst.region, dst.off, dst.off + dst_extent)
+    c.dma(is_async, flow, resources, latency, read, write, f"{name}({direction})", span)
+
+
+def _extent(counts: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Bytes from the first byte touched to one past the last one."""
+    if counts[-1] == 0:
+        return 0
+    return sum((n - 1) * s for n, s in zip(counts[:-1], strides[:-1])) + counts[-1]
+
+
+def _strided(ptr: Ptr, counts, strides, extent: int) -> np.ndarray:
+    base = ptr.region.data[ptr.off:ptr.off + extent]
+    return as_strided(base, shape=counts, strides=strides, writeable=True)
+
+
+def _copy(dst: Ptr, src: Ptr, counts, dst_strides, src_strides, dst_extent: int, src_extent: int) -> None:
+    if len(counts) == 1:
+        dst.region.data[dst.off:dst.off + dst_extent] = src.region.data[src.off:src.off + src_extent]
+        return
+    source = _strided(src, counts, src_strides, src_extent)
+    if src.region is dst.region:
+        source = source.copy()
+    _strided(dst, counts, dst_strides, dst_extent)[...] = source
+
+
+def _segment_starts(ptr: Ptr, counts, strides) -> np.ndarray:
+    """Absolute start address of every segment."""
+    starts = np.array([ptr.region.addr + ptr.off], dtype=np.int64)
+    for n, s in zip(counts[:-1], strides[:-1]):
+        starts = (starts[:, None] + np.arange(n, dtype=np.int64)[None, :] * s).reshape(-1)
+    return starts
+
+
+def _traffic(starts: np.ndarray, size: int, gran: int, write: bool) -> tuple[float, float]:
+    """(bytes moved at ``gran`` granularity, extra read-modify-write bytes) of segments of ``size`` bytes."""
+    if size == 0:
+        return 0.0, 0.0
+    ends = starts + size
+    first = starts // gran
+    last = (ends - 1) // gran
+    covered = float((last - first + 1).sum() * gran)
+    if not write:
+        return covered, 0.0
+    head = (starts % gran) != 0
+    tail = (ends % gran) != 0
+    partial = np.where(first == last, head | tail, head.astype(np.int64) + tail.astype(np.int64))
+    return covered, float(partial.sum() * gran)

@@ -1,0 +1,140 @@
+"""Vector built-ins that change shape or type: reductions, transpose, conversions, matmul.
+
+They follow the operand rules of ``vector.py`` and register into the same ``VECTOR_OPS`` table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import MluError
+from .lang import ELEM_TYPES, WRAM
+from .vector import F32, _count, _Op, _register, _wide
+
+_REDUCE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _reduce_dtype(elem):
+    return F32 if elem.is_float else np.dtype(np.int64)
+
+
+def _make_reduce_all(kind, fn):
+    name = f"__bang_reduce_{kind}"
+
+    def run(c, args, span):
+        dst, a, n = args
+        op = _Op(c, name, span)
+        elem = op.same_type(dst, a)
+        _count(name, n)
+        va = op.operand(a, n, "a")
+        out = op.operand(dst, 1, "dst", write=True, whole_units=False)
+        out[0] = fn.reduce(va, dtype=_reduce_dtype(elem))
+        op.finish("reduce")
+    return run
+
+
+def _make_reduce_rows(kind, fn):
+    name = f"__bang_reduce_{kind}_rows"
+
+    def run(c, args, span):
+        dst, a, rows, cols = args
+        op = _Op(c, name, span)
+        elem = op.same_type(dst, a)
+        _count(name, rows, "rows")
+        _count(name, cols, "cols")
+        m = c.machine
+        if cols * elem.itemsize % m.vector_unit_bytes:
+            raise MluError(f"{name}: a row of cols={cols} x {elem} is {cols * elem.itemsize} bytes, not a multiple "
+                           f"of the {m.vector_unit_bytes}-byte vector unit")
+        va = op.operand(a, rows * cols, "a").reshape(rows, cols)
+        out = op.operand(dst, rows, "dst", write=True, whole_units=False)
+        out[...] = fn.reduce(va, axis=1, dtype=_reduce_dtype(elem))
+        op.finish("reduce")
+    return run
+
+
+def _make_reduce_cols(kind, fn):
+    name = f"__bang_reduce_{kind}_cols"
+
+    def run(c, args, span):
+        dst, a, rows, cols = args
+        op = _Op(c, name, span)
+        elem = op.same_type(dst, a)
+        _count(name, rows, "rows")
+        _count(name, cols, "cols")
+        va = op.operand(a, rows * cols, "a").reshape(rows, cols)
+        out = op.operand(dst, cols, "dst", write=True)
+        out[...] = fn.reduce(va, axis=0, dtype=_reduce_dtype(elem))
+        op.finish("reduce")
+    return run
+
+
+def _transpose(c, args, span):
+    dst, a, rows, cols = args
+    name = "__bang_transpose"
+    op = _Op(c, name, span)
+    op.same_type(dst, a)
+    _count(name, rows, "rows")
+    _count(name, cols, "cols")
+    va = op.operand(a, rows * cols, "a").reshape(rows, cols)
+    out = op.operand(dst, rows * cols, "dst", write=True)
+    if np.may_share_memory(out, va):
+        raise MluError(f"{name}: dst and a overlap")
+    out.reshape(cols, rows)[...] = va.T
+    op.finish("transpose")
+
+
+_CONVERSIONS = {  # name: (source type, destination type)
+    "__bang_float2half": ("float", "half"), "__bang_half2float": ("half", "float"),
+    "__bang_float2bfloat16": ("float", "bfloat16_t"), "__bang_bfloat162float": ("bfloat16_t", "float"),
+    "__bang_float2int32": ("float", "int"), "__bang_int322float": ("int", "float"),
+    "__bang_half2int32": ("half", "int"), "__bang_int322half": ("int", "half"),
+}
+
+
+def _make_convert(name, src_name, dst_name):
+    src_elem, dst_elem = ELEM_TYPES[src_name], ELEM_TYPES[dst_name]
+
+    def run(c, args, span):
+        dst, a, n = args
+        op = _Op(c, name, span)
+        for ptr, elem, role in ((a, src_elem, "a"), (dst, dst_elem, "dst")):
+            if ptr.elem.dtype != elem.dtype:
+                raise MluError(f"{name}: operand '{role}' must be {elem}*, got {ptr.elem}*")
+        _count(name, n)
+        va = op.operand(a, n, "a")
+        out = op.operand(dst, n, "dst", write=True)
+        if not dst_elem.is_float:
+            with np.errstate(invalid="ignore"):
+                values = np.trunc(_wide(va))
+            info = np.iinfo(dst_elem.dtype)
+            out[...] = np.nan_to_num(np.clip(values, info.min, info.max), nan=0).astype(dst_elem.dtype)
+        else:
+            out[...] = _wide(va)
+        op.finish("convert")
+    return run
+
+
+def _matmul(c, args, span):
+    dst, a, b, m_, k, n = args
+    name = "__bang_matmul"
+    op = _Op(c, name, span)
+    elem = op.same_type(a, b, floats_only=True)
+    if dst.elem.dtype not in (F32, elem.dtype):
+        raise MluError(f"{name}: dst must be float* or {elem}*, got {dst.elem}*")
+    for value, what in ((m_, "M"), (k, "K"), (n, "N")):
+        _count(name, value, what)
+    va = op.operand(a, m_ * k, "a").reshape(m_, k)
+    vb = op.operand(b, k * n, "b", spaces=(WRAM,)).reshape(k, n)
+    out = op.operand(dst, m_ * n, "dst", write=True)
+    out[...] = (_wide(va) @ _wide(vb)).reshape(-1)
+    op.finish("simple", cycles=2.0 * m_ * k * n / c.machine.matmul_flops_per_cycle)
+
+
+for _kind, _fn in _REDUCE.items():
+    _register(f"__bang_reduce_{_kind}", "ppi", _make_reduce_all(_kind, _fn))
+    _register(f"__bang_reduce_{_kind}_rows", "ppii", _make_reduce_rows(_kind, _fn))
+    _register(f"__bang_reduce_{_kind}_cols", "ppii", _make_reduce_cols(_kind, _fn))
+_register("__bang_transpose", "ppii", _transpose)
+for _name, (_src, _dst) in _CONVERSIONS.items():
+    _register(_name, "ppi", _make_convert(_name, _src, _dst))
+_register("__bang_matmul", "pppiii", _matmul)
