@@ -59,7 +59,7 @@ def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator
         missing = [d for d in p.type.shape if isinstance(d, str) and d not in sizes]
         if missing:
             raise GirError(f"size {missing[0]} of input '{p.name}' is not given (use --sizes "
-                           f"{missing[0]}=...)", p.loc)
+                           f"{missing[0]}=...)")  # a command-line problem: one line, no source excerpt
         shape = shape_of(p.type, sizes)
         dt = p.type.dtype
         if dt == ir.DType.bool:

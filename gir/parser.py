@@ -322,17 +322,28 @@ def _attr_text(value) -> str:
     return str(value)
 
 
+def _token_text(name: str) -> str:
+    """A terminal's spelling for a diagnostic: `'->'` rather than `__ANON_0`."""
+    if name in _TOKEN_NAMES:
+        return _TOKEN_NAMES[name]
+    for term in _lark().terminals:
+        if term.name == name and term.pattern.type == "str":
+            return f"'{term.pattern.value}'"
+    return name.lower()
+
+
 def _syntax_error(exc: UnexpectedInput, filename: str, source: str) -> GirError:
     line, col = getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         found = "end of input" if tok.type == "$END" else f"'{tok}'"
-        expected = sorted(_TOKEN_NAMES.get(t, f"'{t.lower()}'" if t.isupper() and not t.startswith("__") else t)
-                          for t in exc.expected)
+        expected = sorted({_token_text(t) for t in exc.expected})
         if tok.type == "$END":
             lines = source.splitlines() or [""]
             line, col = len(lines), len(lines[-1]) + 1
         notes = [f"expected one of: {', '.join(expected[:12])}"] if expected else []
+        if tok.type == "$END" and "RBRACE" in exc.expected:
+            notes.insert(0, "a '{' block is not closed: missing '}'")
         end = col + len(str(tok)) if tok.type != "$END" else None
         return GirError(f"syntax error: unexpected {found}", Loc(filename, line, col, end, source), notes)
     if isinstance(exc, UnexpectedCharacters):

@@ -70,6 +70,9 @@ class _FuncAnalyzer:
         self.inputs = {p.name for p in func.params}
         self.results = {p.name: p for p in func.results}
         self.attempted: set[str] = set()
+        self.failed: set[str] = set()  # intermediates whose definition was rejected (no cascades)
+        self.quiet: set[str] = set()  # index vars of a statement already covered by a reported error
+        self.declared: dict[str, str] = {}  # index var → result whose declaration gave its range
 
     def run(self) -> FuncInfo:
         for p in self.func.params + self.func.results:
@@ -100,6 +103,8 @@ class _FuncAnalyzer:
                 info = self.stmt(item, assigned)
                 if info is not None:
                     infos.append(info)
+                elif item.target.name not in self.types:
+                    self.failed.add(item.target.name)
         for r in self.func.results:
             if r.name not in self.attempted and not self.func.is_explicit:
                 self.diag.error(f"result '{r.name}' is never assigned", r.loc)
@@ -110,6 +115,7 @@ class _FuncAnalyzer:
     def stmt(self, s: ir.Assign, assigned: set[str]) -> StmtInfo | None:
         errors_before = len(self.diag.diagnostics)
         t = s.target
+        self.quiet, self.declared = set(), {}
         self.attempted.add(t.name)
         if t.name in self.inputs:
             self.diag.error(f"cannot assign to input '{t.name}'", t.loc)
@@ -142,17 +148,28 @@ class _FuncAnalyzer:
                 return None
             for v, d in zip(out_vars, rtype.shape):
                 ranges[v] = (d, self.results[t.name].loc)
+                self.declared[v] = t.name
         self.collect_ranges(s.value, ranges, set(out_vars))
         kind = self.expr_kind(s.value, set(out_vars) | set(ranges))
         missing = [v for v in out_vars if v not in ranges]
         for v in missing:
             self.diag.error(f"index '{v}' has no range: it indexes no tensor dimension directly", t.loc)
+        in_indices = {v.name for r in _walk(s.value) if isinstance(r, ir.Ref)
+                      for i in r.index for v in _walk(i) if isinstance(v, ir.Var)}
         for x in _walk(s.value):
             if isinstance(x, ir.Var) and x.name not in self.sizes and x.name not in ranges and x.name not in out_vars:
-                what = "tensor used without indices" if x.name in self.types else "unknown name"
-                self.diag.error(f"{what} '{x.name}'", x.loc,
-                                "an index variable gets its range by indexing a tensor dimension directly")
+                if x.name in self.quiet:
+                    pass
+                elif x.name in self.types:
+                    self.diag.error(f"tensor used without indices '{x.name}'", x.loc)
+                elif x.name in in_indices:
+                    self.diag.error(f"index '{x.name}' has no range: it is used only inside index expressions",
+                                    x.loc, "an index variable gets its range by indexing a tensor dimension directly")
+                else:
+                    self.diag.error(f"unknown name '{x.name}'", x.loc,
+                                    "an index variable gets its range by indexing a tensor dimension directly")
                 ranges[x.name] = (1, None)  # reported once
+                self.quiet.add(x.name)
         reduce_vars = self.bind_reductions(s, set(out_vars))
         if len(self.diag.diagnostics) > errors_before:
             return None
@@ -193,6 +210,9 @@ class _FuncAnalyzer:
             if not isinstance(x, ir.Ref):
                 continue
             if x.name not in self.types:
+                self.quiet.update(v.name for i in x.index for v in _walk(i) if isinstance(v, ir.Var))
+                if x.name in self.failed:
+                    continue  # its definition was already reported
                 if x.name in self.sizes:
                     self.diag.error(f"'{x.name}' is a size, not a tensor", x.loc)
                 else:
@@ -200,6 +220,7 @@ class _FuncAnalyzer:
                 continue
             ttype = self.types[x.name]
             if len(x.index) != ttype.rank:
+                self.quiet.update(v.name for i in x.index for v in _walk(i) if isinstance(v, ir.Var))
                 self.diag.error(f"'{x.name}' has rank {ttype.rank} but is indexed with {len(x.index)} indices", x.loc)
                 continue
             for dim, idx in zip(ttype.shape, x.index):
@@ -212,6 +233,11 @@ class _FuncAnalyzer:
                         continue
                     if idx.name in ranges and ranges[idx.name][0] != dim:
                         prev, where = ranges[idx.name]
+                        if idx.name in self.declared:
+                            self.diag.error(f"shape mismatch: index '{idx.name}' ranges over {dim} here, but "
+                                            f"'{self.declared[idx.name]}' is declared with {prev} in its position",
+                                            idx.loc, f"the declaration is at {where}")
+                            continue
                         self.diag.error(f"shape mismatch: index '{idx.name}' ranges over {dim} here but over {prev} "
                                         f"elsewhere", idx.loc, f"the other use is at {where}")
                         continue
@@ -265,6 +291,8 @@ class _FuncAnalyzer:
         bound: dict[int, list[str]] = {n: [] for n in range(counter[0])}
         for var, ps in paths.items():
             if any(not p for p in ps):
+                if var in self.quiet:  # already reported
+                    continue
                 self.diag.error(f"index '{var}' is not on the left-hand side and not inside a reduction",
                                 first_loc[var], "add it to the left-hand side, or reduce over it, e.g. sum(...)")
                 continue

@@ -193,7 +193,7 @@ class KernelVerifier:
             self.diag.error(f"data movement cannot convert {src.type.dtype.value} to {dst.type.dtype.value}", s.loc,
                             "convert with a compute instruction")
         a, b = region_shape(s.dst), region_shape(s.src)
-        if a is not None and b is not None and a != b and _squeeze(a) != _squeeze(b):
+        if a is not None and b is not None and 0 not in a + b and a != b and _squeeze(a) != _squeeze(b):
             self.diag.error(f"region shapes differ: destination {list(a)} vs source {list(b)}", s.loc)
         if s.vec not in VEC_WIDTHS:
             self.diag.error(f"vector width must be one of {VEC_WIDTHS}", s.loc)
@@ -222,11 +222,12 @@ class KernelVerifier:
         for i in ref.index:
             parts = (i.start, i.stop) if isinstance(i, ir.Slice) else (i,)
             for p in parts:
-                if not is_quasi_affine(p):
+                refs = _refs(p)
+                for r in refs:
+                    self.diag.error("data-dependent indexing is not supported", r.loc)
+                if not refs and not is_quasi_affine(p):
                     self.diag.error("region indices must be affine in sizes and loop variables", p.loc or ref.loc)
                 self.names(p, scope)
-                for r in _refs(p):
-                    self.diag.error("data-dependent indexing is not supported", r.loc)
             if isinstance(i, ir.Slice):
                 a, b = to_affine(i.start), to_affine(i.stop)
                 if a is None or b is None or not (b - a).is_const:

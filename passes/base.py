@@ -89,7 +89,7 @@ class OptionSpec:
                 pass
         else:
             return text
-        expected = "true or false" if self.scalar is bool else f"a {SCALAR_TYPES[self.scalar]}"
+        expected = {bool: "true or false", int: "an int", float: "a float"}[self.scalar]
         raise OptionError(f"option '{self.name}' expects {expected}, got '{text}'")
 
     def format(self, value: Any) -> str:
@@ -148,7 +148,10 @@ class ModulePass:
 
 
 def option_specs(cls: type) -> tuple[OptionSpec, ...]:
-    hints = typing.get_type_hints(cls)
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception as exc:  # an annotation that does not evaluate in the class's module
+        raise TypeError(f"cannot resolve the option annotations: {type(exc).__name__}: {exc}") from None
     specs = []
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -178,7 +181,7 @@ def check_pass_class(cls: Any, origin: str) -> None:
     problem = None
     if not (isinstance(cls, type) and issubclass(cls, ModulePass)):
         problem = f"{cls!r} is not a subclass of passes.base.ModulePass"
-    elif not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
+    elif "__dataclass_params__" not in vars(cls) or not cls.__dataclass_params__.frozen:
         problem = f"{cls.__qualname__} must be decorated with @dataclass(frozen=True)"
     elif not cls.name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", cls.name):
         problem = f"{cls.__qualname__}.name {cls.name!r} is not a valid pass name (letters, digits, '_', '-')"

@@ -120,6 +120,10 @@ class _Parser:
             raise self.error(unknown_pass_message(name), start, self.pos, self.reg.suggestions(name))
         cls = self.reg.get(name).cls
         values = self.options(cls, name) if self._at_brace() else {}
+        missing = [s.name for s in cls.options() if s.required and s.name not in values]
+        if missing:
+            raise self.error(f"pass '{name}' requires option '{missing[0]}'", start, self.pos,
+                             [f"e.g. {name}{{{missing[0]}=...}}"])
         try:
             return cls.from_options(values)
         except OptionError as exc:
@@ -136,9 +140,13 @@ class _Parser:
     def options(self, cls: type[ModulePass], pass_name: str) -> dict:
         specs = {s.name: s for s in cls.options()}
         values: dict = {}
+        brace = self.pos
         self.pos += 1  # '{'
         self.skip_ws()
         while self.peek() != "}":
+            if not self.peek():
+                raise self.error(f"pipeline syntax error: missing '}}' after the options of pass '{pass_name}'",
+                                 self.pos, None, [f"the options begin at column {brace + 1}"])
             key, start = self.word()
             if not key:
                 raise self.unexpected("an option name or '}'")
@@ -162,12 +170,9 @@ class _Parser:
             if self.peek() == ",":
                 self.pos += 1
                 self.skip_ws()
-            elif self.peek() != "}" and not spaced:
+            elif self.peek() and self.peek() != "}" and not spaced:
                 raise self.unexpected("',', whitespace or '}' after an option value")
         self.pos += 1  # '}'
-        missing = [s.name for s in specs.values() if s.required and s.name not in values]
-        if missing:
-            raise self.error(f"pass '{pass_name}' requires option '{missing[0]}'", self.pos - 1, self.pos)
         return values
 
     def value(self) -> list[str]:

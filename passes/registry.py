@@ -95,7 +95,7 @@ def unknown_pass_message(name: str) -> str:
 
 
 def duplicate_error(name: str, origins: list[str]) -> GirError:
-    return GirError(f"pass name '{name}' is registered more than once: by {' and by '.join(origins)}",
+    return GirError(f"pass name '{name}' is registered more than once: by {' and by '.join(sorted(origins))}",
                     notes=["pass names must be unique; uninstall one of these distributions or rename the pass"])
 
 

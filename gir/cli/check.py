@@ -1,31 +1,44 @@
-"""`gir check FILE...`: parse and verify; with --deep also run the z3/isl kernel checks."""
+"""`gir check FILE...`: parse and verify; then run the z3/isl kernel checks on explicit kernels."""
 from __future__ import annotations
 
 import sys
 
-from gir.cli.common import load_verified
+from gir.cli.common import load_verified, parse_sizes
 
 
 def register(sub) -> None:
-    p = sub.add_parser("check", help="parse and verify GIR files",
-                       description="Parse and verify GIR files. Exit 0 if all are valid, 1 with "
-                                   "file:line:col diagnostics otherwise.")
+    p = sub.add_parser("check", help="parse, verify and check GIR files",
+                       description="Parse and verify GIR files, then prove each explicit kernel safe for all "
+                                   "sizes (bounds, races, barriers, alignment, int32 overflow, capacity). "
+                                   "Exit 0 if all are valid, 1 with file:line:col diagnostics otherwise.")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--target", default="cuda", help="capacity limits: cuda, cuda-optin, hip, mlu (default cuda)")
+    p.add_argument("--sizes", help="fix sizes for the checks, e.g. M=4096,N=1000")
+    p.add_argument("--no-deep", action="store_true", help="only parse and verify; skip the kernel checks")
+    p.add_argument("--strict", action="store_true", help="treat possible int32 overflow at unbounded sizes as an error")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from gir.errors import GirError
 
+    sizes = parse_sizes(getattr(args, "sizes", None))
     status = 0
     for path in args.files:
         try:
-            load_verified(path)
+            module = load_verified(path)
+            warnings = []
+            if not getattr(args, "no_deep", False) and any(f.is_explicit for f in module.funcs):
+                from passes.analysis.checks import check_module
+                warnings = check_module(module, getattr(args, "target", "cuda"), sizes,
+                                        getattr(args, "strict", False))
         except GirError as exc:
             print(exc.format(), file=sys.stderr)
             status = 1
             continue
+        for w in warnings:
+            print(w.format(), file=sys.stderr)
         if not args.quiet:
             print(f"{path}: ok")
     return status

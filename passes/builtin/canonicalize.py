@@ -28,7 +28,7 @@ _FLOAT_FUNCS = {
 
 @dataclass(frozen=True)
 class Canonicalize(ModulePass):
-    """Fold constant subexpressions and simplify x*1, x/1, x+0, x-0, -(-x) and select(true, a, b).
+    """Fold constant subexpressions; simplify x*1, x/1, x+0, x-0, -(-x), x - -c and select(true, a, b).
 
     Only purely constant subtrees are folded (no reassociation); a fold is skipped when the result would
     not be finite, when integer arithmetic could overflow 32 bits, and when an identity would change the
@@ -51,6 +51,8 @@ def _simplify(e, types, ctx: PassContext):
     out = _fold(e)
     if out is None:
         out = _identity(e, types)
+    if out is None:
+        out = _negative_constant(e)
     if out is None:
         return e
     ctx.bump("canonicalize.rewrites")
@@ -135,3 +137,13 @@ def _identity(e, types):
         return None
     before, after = expr_kind(e, types), expr_kind(keep, types)
     return keep if before is not None and before == after else None
+
+
+def _negative_constant(e):
+    """x - -c → x + c and x + -c → x - c (exact: negation is exact)."""
+    if isinstance(e, ir.BinOp) and e.op in ("+", "-") and isinstance(e.rhs, ir.Const):
+        c = e.rhs.value
+        if not isinstance(c, bool) and c < 0 and -c < (_INT_LIMIT if isinstance(c, int) else math.inf):
+            op = "-" if e.op == "+" else "+"
+            return dataclasses.replace(e, op=op, rhs=dataclasses.replace(e.rhs, value=-c))
+    return None

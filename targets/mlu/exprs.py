@@ -15,7 +15,6 @@ from . import syntax as S
 from .errors import MluError, Span
 from .lang import (BUILTIN_CONSTS, BUILTIN_VARS, DIRECTIONS, ELEM_TYPES, INT_MAX, INT_MIN, SCALAR_FUNCS, ElemType,
                    c_div, c_mod)
-from .memory import Ptr
 
 Fn = Callable[[object, list], object]
 
@@ -308,5 +307,3 @@ _ARITH = {
     "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
     ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
 }
-
-__all__ = ["ExprCompiler", "Fn", "Sym", "Type", "INT", "FLOAT", "type_of", "converter", "Ptr"]

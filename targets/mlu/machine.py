@@ -93,6 +93,16 @@ class MluMachine:
     sync_cluster_cycles: float = 100.0
     sync_all_cycles: float = 500.0
 
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "name":
+                continue
+            costs = f.name.endswith("_cycles") or f.name.startswith("cycles_")
+            if not isinstance(value, (int, float)) or value < 0 or (value == 0 and not costs):
+                need = "non-negative" if costs else "positive"
+                raise MluError(f"machine parameter '{f.name}' must be {need}, got {value!r}")
+
     @property
     def total_cores(self) -> int:
         return self.clusters * self.cores_per_cluster
@@ -154,7 +164,7 @@ def _parse_value(key: str, raw: object, kind: type) -> object:
             return float(raw)
         return raw
     except ValueError:
-        raise MluError(f"machine parameter '{key}' expects a {kind.__name__}, got '{raw}'") from None
+        raise MluError(f"machine parameter '{key}' expects {kind.__name__}, got '{raw}'") from None
 
 
 MLU370 = MluMachine()

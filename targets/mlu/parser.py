@@ -10,6 +10,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import syntax as S
 from .errors import MluError, Span
+from .lang import DECL_SPACES, ELEM_TYPES
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -87,7 +88,6 @@ class _ToSyntax(Transformer):
 
     @v_args(meta=True)
     def onchip_decl(self, meta, children):
-        from .lang import DECL_SPACES
         space, elem, name, size = children
         return S.OnChipDecl(self.meta_span(meta), DECL_SPACES[space], elem, str(name), size)
 
@@ -181,6 +181,13 @@ class _ToSyntax(Transformer):
     def name(self, children):
         tok = children[0]
         return S.Name(self.tok_span(tok), str(tok))
+
+    @v_args(meta=True)
+    def sizeof(self, meta, children):
+        typ = children[0]
+        if typ.elem not in ELEM_TYPES:
+            raise MluError(f"unknown type '{typ.elem}'", self.meta_span(meta))
+        return S.IntLit(self.meta_span(meta), 8 if typ.pointer else ELEM_TYPES[typ.elem].itemsize)
 
     def int_lit(self, children):
         tok = children[0]

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import special
 
 from .core import CoreCtx
 from .errors import MluError, Span
@@ -163,15 +162,24 @@ def _make_cycle(name, fn, op_class, int_ok):
     return run
 
 
+try:  # scipy is optional: fast vectorised erf when present, math.erf element by element otherwise
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - depends on the environment
+    _erf_py = np.frompyfunc(math.erf, 1, 1)
+
+    def _erf(x):
+        return _erf_py(x).astype(x.dtype)
+
+
 def _gelu(x):
-    return 0.5 * x * (1.0 + special.erf(x * np.float32(1 / math.sqrt(2))))
+    return 0.5 * x * (1.0 + _erf(x * np.float32(1 / math.sqrt(2))))
 
 
 _UNARY = {  # name: (function on float32 / int arrays, op class, allowed on ints)
     "exp": (np.exp, "special", False), "log": (np.log, "special", False), "sqrt": (np.sqrt, "special", False),
     "rsqrt": (lambda x: 1 / np.sqrt(x), "special", False), "recip": (lambda x: 1 / x, "div", False),
     "gelu": (_gelu, "special", False), "tanh": (np.tanh, "special", False),
-    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), "special", False), "erf": (special.erf, "special", False),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), "special", False), "erf": (_erf, "special", False),
     "abs": (np.abs, "simple", True), "relu": (lambda x: np.maximum(x, 0), "simple", True),
     "neg": (np.negative, "simple", True), "square": (np.square, "simple", True),
 }

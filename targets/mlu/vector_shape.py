@@ -27,7 +27,7 @@ def _make_reduce_all(kind, fn):
         _count(name, n)
         va = op.operand(a, n, "a")
         out = op.operand(dst, 1, "dst", write=True, whole_units=False)
-        out[0] = fn.reduce(va, dtype=_reduce_dtype(elem))
+        out[...] = np.asarray(fn.reduce(va, dtype=_reduce_dtype(elem))).astype(elem.dtype)
         op.finish("reduce")
     return run
 
@@ -47,7 +47,7 @@ def _make_reduce_rows(kind, fn):
                            f"of the {m.vector_unit_bytes}-byte vector unit")
         va = op.operand(a, rows * cols, "a").reshape(rows, cols)
         out = op.operand(dst, rows, "dst", write=True, whole_units=False)
-        out[...] = fn.reduce(va, axis=1, dtype=_reduce_dtype(elem))
+        out[...] = fn.reduce(va, axis=1, dtype=_reduce_dtype(elem)).astype(elem.dtype)
         op.finish("reduce")
     return run
 
@@ -63,7 +63,7 @@ def _make_reduce_cols(kind, fn):
         _count(name, cols, "cols")
         va = op.operand(a, rows * cols, "a").reshape(rows, cols)
         out = op.operand(dst, cols, "dst", write=True)
-        out[...] = fn.reduce(va, axis=0, dtype=_reduce_dtype(elem))
+        out[...] = fn.reduce(va, axis=0, dtype=_reduce_dtype(elem)).astype(elem.dtype)
         op.finish("reduce")
     return run
 

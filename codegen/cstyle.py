@@ -1,0 +1,180 @@
+"""One C-style printer for kernel ASTs; backends subclass it and fill in `spell`, a table of spellings."""
+from __future__ import annotations
+
+import math
+
+from codegen import ast as C
+
+# C operator precedence (higher binds tighter)
+_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5,
+         "*": 6, "/": 6, "%": 6}
+_UNARY, _ATOM = 7, 8
+
+HELPERS = """\
+template <typename A, typename B>
+static __device__ __forceinline__ auto gir_floordiv(A a, B b) -> decltype(a / b) {
+  auto q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename A, typename B>
+static __device__ __forceinline__ auto gir_mod(A a, B b) -> decltype(a % b) {
+  auto r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename A, typename B>
+static __device__ __forceinline__ auto gir_min(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
+template <typename A, typename B>
+static __device__ __forceinline__ auto gir_max(A a, B b) -> decltype(a + b) { return a < b ? b : a; }
+"""
+
+
+class CStylePrinter:
+    """Prints `codegen.ast` kernels as C++ source. Subclasses set `spell` (see docs/codegen.md)."""
+
+    name = "cstyle"
+    warp_size = 32
+    spell: dict[str, str] = {}
+    dtypes: dict[str, str] = {}
+
+    # ---------------------------------------------------------------- module
+    def prelude(self, dtypes: set[str]) -> str:
+        lines = [self.spell["include"]]
+        if "f16" in dtypes:
+            lines.append(self.spell["include_f16"])
+        if "bf16" in dtypes:
+            lines.append(self.spell["include_bf16"])
+        return "\n".join(l for l in lines if l) + "\n\n" + HELPERS
+
+    def kernel(self, k: C.KernelFunc) -> str:
+        self.index_ctype = "long long" if k.index_type == "int64" else "int"
+        params = ", ".join(self.param(p) for p in k.params)
+        head = self.spell["kernel"].format(threads=k.threads, name=k.name, params=params)
+        lines = [head + " {"]
+        for d in k.shared:
+            lines += self.stmt(d, 1)
+        for s in k.body:
+            lines += self.stmt(s, 1)
+        return "\n".join(lines + ["}"]) + "\n"
+
+    def param(self, p: C.Param) -> str:
+        if p.kind == "size":
+            return f"{self.ctype('index')} {p.name}"
+        const = "const " if p.const else ""
+        return f"{const}{self.ctype(p.ctype)}* __restrict__ {p.name}"
+
+    def ctype(self, t: str) -> str:
+        if t == "index":
+            return self.index_ctype
+        return {"float": "float", "int": "int", "i64": "long long", "bool": "bool"}.get(t) or self.dtypes[t]
+
+    def vtype(self, dtype: str, nbytes: int) -> str:
+        if dtype == "f32":
+            return {4: "float", 8: "float2", 16: "float4"}[nbytes]
+        return {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}[nbytes]
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, s: C.CStmt, depth: int) -> list[str]:
+        pad = "  " * depth
+        if isinstance(s, C.Decl):
+            space = self.spell["shared"] + " " if s.space == "shared" else ""
+            if s.size is not None:
+                return [f"{pad}{space}{self.ctype(s.ctype)} {s.name}[{s.size}] __attribute__((aligned(16)));"]
+            init = f" = {self.expr(s.init)}" if s.init is not None else ""
+            return [f"{pad}{self.ctype(s.ctype)} {s.name}{init};"]
+        if isinstance(s, C.Assign):
+            return [f"{pad}{self.expr(s.lhs)} = {self.expr(s.rhs)};"]
+        if isinstance(s, C.For):
+            t = self.index_ctype
+            inc = f"++{s.var}" if s.step == 1 else f"{s.var} += {s.step}"
+            lines = [f"{pad}#pragma unroll"] if s.unroll else []
+            lines.append(f"{pad}for ({t} {s.var} = {self.expr(s.lo)}; {s.var} < {self.expr(s.hi)}; {inc}) {{")
+            return lines + self.block(s.body, depth + 1) + [pad + "}"]
+        if isinstance(s, C.If):
+            if s.cond == C.Num(True, "b"):
+                return self.block(s.then, depth)
+            lines = [f"{pad}if ({self.expr(s.cond)}) {{", *self.block(s.then, depth + 1)]
+            if s.orelse:
+                lines += [pad + "} else {", *self.block(s.orelse, depth + 1)]
+            return lines + [pad + "}"]
+        if isinstance(s, C.Block):
+            return [pad + "{", *self.block(s.body, depth + 1), pad + "}"]
+        if isinstance(s, C.Barrier):
+            return [pad + self.spell["barrier_" + s.level] + ";"]
+        if isinstance(s, C.Comment):
+            return [f"{pad}// {s.text}"]
+        raise TypeError(f"not a statement: {s!r}")
+
+    def block(self, body, depth: int) -> list[str]:
+        return [line for s in body for line in self.stmt(s, depth)]
+
+    # ----------------------------------------------------------- expressions
+    def expr(self, e: C.CExpr, parent: int = 0, right: bool = False) -> str:
+        text, prec = self._expr(e)
+        if prec < parent or (right and prec == parent and prec < _UNARY):
+            return f"({text})"
+        return text
+
+    def _expr(self, e: C.CExpr) -> tuple[str, int]:
+        if isinstance(e, C.Id):
+            return e.name, _ATOM
+        if isinstance(e, C.Num):
+            return self.literal(e)
+        if isinstance(e, C.Bin):
+            p = _PREC[e.op]
+            return f"{self.expr(e.lhs, p)} {e.op} {self.expr(e.rhs, p, right=True)}", p
+        if isinstance(e, C.Un):
+            return f"{e.op}{self.expr(e.operand, _UNARY + 1)}", _UNARY
+        if isinstance(e, C.Call):
+            return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})", _ATOM
+        if isinstance(e, C.Intrinsic):
+            return self.intrinsic(e), _ATOM
+        if isinstance(e, C.Special):
+            return self.spell[e.kind].format("xyz"[e.dim]), _ATOM
+        if isinstance(e, C.Index):
+            return f"{e.base}[{self.expr(e.index)}]", _ATOM
+        if isinstance(e, C.VecRef):
+            const = "const " if e.const else ""
+            vt = self.vtype(e.dtype, e.nbytes)
+            return f"*reinterpret_cast<{const}{vt}*>(&{e.base}[{self.expr(e.index)}])", _UNARY
+        if isinstance(e, C.Cond):
+            return f"({self.expr(e.cond, 1)} ? {self.expr(e.then, 1)} : {self.expr(e.orelse, 1)})", _ATOM
+        if isinstance(e, C.Cast):
+            return f"({self.ctype(e.ctype)})({self.expr(e.operand)})", _UNARY
+        if isinstance(e, C.AddrAligned):
+            addr = f"reinterpret_cast<size_t>(&{e.base}[{self.expr(e.index)}])"
+            return f"({addr} & {e.nbytes - 1}) == 0", _PREC["=="]
+        raise TypeError(f"not an expression: {e!r}")
+
+    def literal(self, e: C.Num) -> tuple[str, int]:
+        if e.kind == "b":
+            return ("true" if e.value else "false"), _ATOM
+        if e.kind == "f":
+            v = float(e.value)
+            if math.isnan(v):
+                return '__builtin_nanf("")', _ATOM
+            if math.isinf(v):
+                return ("" if v > 0 else "-") + "__builtin_huge_valf()", _ATOM if v > 0 else _UNARY
+            text = repr(v)
+            if "e" not in text and "." not in text:
+                text += ".0"
+            return text + "f", _UNARY if v < 0 else _ATOM
+        v = int(e.value)
+        text = str(v) + ("LL" if abs(v) > 2**31 - 1 else "")
+        return text, _UNARY if v < 0 else _ATOM
+
+    def intrinsic(self, e: C.Intrinsic) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.name == "shfl_xor":
+            return self.spell["shfl_xor"].format(*args, mask=f"0x{e.args[3].value:08x}u")
+        return self.spell[e.name].format(*args)
+
+    def declared_dtypes(self, k: C.KernelFunc) -> set[str]:
+        out = {p.ctype for p in k.params} | {d.ctype for d in k.shared}
+        stack = list(k.body)
+        while stack:
+            s = stack.pop()
+            if isinstance(s, C.Decl):
+                out.add(s.ctype)
+            for attr in ("body", "then", "orelse"):
+                stack.extend(getattr(s, attr, ()))
+        return out

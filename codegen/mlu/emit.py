@@ -1,0 +1,428 @@
+"""Explicit MLU GIR → BANG-C-like program text (the language of targets/mlu, see targets/mlu/LANGUAGE.md).
+
+Mapping: every func parameter, result and function-level `alloc @gdram` is a kernel pointer argument; `parallel
+@core` is `taskId` (or `coreId` under `parallel @cluster`, which is `clusterId`); statements of a cluster scope
+outside its core scope run on core 0 followed by `__sync_cluster()`; on-chip allocs become static `__nram__` /
+`__mlu_shared__` arrays laid out by `passes.schedule_mlu.layout`; moves become `__memcpy` with the direction of
+their levels and up to two stride levels; computes on 1-element tiles become scalar C, the rest `__bang_*` calls.
+
+Software pipelining (`pipeline=True`): a `for` loop whose body is loads, then computes, then stores to GDRAM is
+emitted as a three-stage ping-pong pipeline: the load and store tiles are double-buffered, iteration `it` issues
+the async load of tile it+1 and the async store of tile it-1 and then computes tile it; one
+`__sync_io_move_compute()` per iteration closes the stage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gir import ir
+from gir.errors import GirError
+from codegen.mlu.cexpr import ScalarExpr, c_float, c_index
+from codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
+from passes.schedule_mlu import layout as L
+
+CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
+DIR = {("gdram", "nram"): "GDRAM2NRAM", ("nram", "gdram"): "NRAM2GDRAM", ("gdram", "sram"): "GDRAM2SRAM",
+       ("sram", "nram"): "SRAM2NRAM", ("nram", "nram"): "NRAM2NRAM", ("nram", "sram"): "NRAM2SRAM",
+       ("sram", "gdram"): "SRAM2GDRAM"}
+
+
+@dataclass
+class MluKernelSource:
+    name: str
+    source: str
+    metadata: dict = field(default_factory=dict)  # task_dim, params (names in order), func
+
+
+@dataclass
+class _Buf:
+    name: str
+    dtype: ir.DType
+    shape: tuple
+    level: str
+    double: bool = False
+
+    @property
+    def phys(self) -> int:
+        if self.level == "gdram":
+            n = 1
+            for d in self.shape:
+                n *= d
+            return n
+        return L.phys_elems(self.shape)
+
+
+def emit_func(func: ir.Func, pipeline: bool = True) -> list[MluKernelSource]:
+    gbufs = {}
+    for p in func.params + func.results:
+        if any(isinstance(d, str) for d in p.type.shape):
+            raise GirError(f"the MLU target needs concrete sizes; '{p.name}' has a symbolic shape", p.loc)
+        gbufs[p.name] = _Buf(p.name, p.type.dtype, tuple(p.type.shape), "gdram")
+    for item in func.body:
+        if isinstance(item, ir.Alloc):
+            gbufs[item.name] = _Buf(item.name, item.type.dtype, tuple(item.type.shape), "gdram")
+    return [_KernelEmitter(func, k, gbufs, pipeline).run() for k in func.kernels]
+
+
+def emit_module(module: ir.Module, pipeline: bool = True) -> list[MluKernelSource]:
+    return [src for f in module.funcs for src in emit_func(f, pipeline)]
+
+
+class _KernelEmitter:
+    def __init__(self, func, kernel: ir.Kernel, gbufs, pipeline):
+        self.func, self.k, self.gbufs, self.pipeline = func, kernel, gbufs, pipeline
+        self.bufs: dict[str, _Buf] = dict(gbufs)
+        self.lines: list[str] = []
+        self.depth = 1
+        self.scratch: list[tuple[str, int]] = []
+        self.erf_slots = 0
+        self.cur: dict[str, str] = {}   # double-buffered name -> C slot expression
+        self.tasks = 1
+        self.prologue: list[str] = []
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> MluKernelSource:
+        self._collect(self.k.body)
+        body_lines = self.lines
+        self.lines = []
+        for s in self.k.body:
+            self.stmt(s)
+        decls = []
+        for b in self.bufs.values():
+            if b.level in ("nram", "sram"):
+                space = "__nram__" if b.level == "nram" else "__mlu_shared__"
+                decls.append(f"  {space} {CTYPE[b.dtype.value]} {b.name}[{b.phys * (2 if b.double else 1)}];")
+        for name, n in self.scratch:
+            decls.append(f"  __nram__ float {name}[{n}];")
+        params = ", ".join(f"{CTYPE[b.dtype.value]}* {b.name}" for b in self.gbufs.values())
+        text = "\n".join([f"__mlu_global__ void {self.k.name}({params}) {{", *decls, *self.prologue, *body_lines, *self.lines, "}"])
+        return MluKernelSource(self.k.name, text + "\n",
+                               {"task_dim": self.tasks, "params": list(self.gbufs), "func": self.func.name})
+
+    def _collect(self, stmts) -> None:
+        for s in stmts:
+            if isinstance(s, ir.Alloc):
+                if s.level.value not in ("nram", "sram"):
+                    raise GirError(f"MLU kernels allocate @nram or @sram, not @{s.level.value}", s.loc)
+                self.bufs[s.name] = _Buf(s.name, s.type.dtype, tuple(s.type.shape), s.level.value)
+            elif isinstance(s, ir.Parallel):
+                self._collect(s.body)
+            elif isinstance(s, ir.For):
+                if self.pipeline and self._pipelinable(s):
+                    for mv in s.body:
+                        if isinstance(mv, ir.Move):
+                            on = mv.dst if mv.kind == "load" else mv.src
+                            self.bufs[on.name].double = True
+                self._collect(s.body)
+            elif isinstance(s, ir.If):
+                self._collect(s.then + s.orelse)
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, s, cluster_scope=False) -> None:
+        if isinstance(s, ir.Alloc):
+            return
+        if isinstance(s, ir.Parallel):
+            return self.parallel(s)
+        if isinstance(s, ir.For):
+            if self.pipeline and self._pipelinable(s):
+                return self.pipelined(s)
+            self.emit(f"for (int {s.var} = {c_index(s.lo)}; {s.var} < {c_index(s.hi)}; {s.var} += {s.step}) {{")
+            self.block(s.body)
+            return self.emit("}")
+        if isinstance(s, ir.If):
+            self.emit(f"if ({ScalarExpr(None, None, None).expr(s.cond)[0]}) {{")
+            self.block(s.then)
+            if s.orelse:
+                self.emit("} else {")
+                self.block(s.orelse)
+            return self.emit("}")
+        if isinstance(s, ir.Sync):
+            return self.emit("__sync_cluster();" if s.level == ir.ParLevel.cluster else "__sync_io_move_compute();")
+        if isinstance(s, ir.Move):
+            return self.move(s, async_=False)
+        if isinstance(s, ir.Assign):
+            return self.compute(s)
+        raise GirError(f"{type(s).__name__} is not supported by the MLU target", getattr(s, "loc", None))
+
+    def block(self, stmts) -> None:
+        self.depth += 1
+        for s in stmts:
+            self.stmt(s)
+        self.depth -= 1
+
+    def parallel(self, s: ir.Parallel) -> None:
+        lo, hi = c_index(s.lo), c_index(s.hi)
+        if lo != "0" or not hi.isdigit():
+            raise GirError("MLU parallel scopes run over 0..constant", s.loc)
+        if s.level == ir.ParLevel.cluster:
+            self.tasks = int(hi) * 4
+            self.emit(f"int {s.var} = clusterId;")
+            own = [x for x in s.body if not isinstance(x, (ir.Parallel, ir.Alloc, ir.Sync))]
+            if own:
+                self.emit("if (coreId == 0) {")
+                self.block(own)
+                self.emit("}")
+            for x in s.body:
+                if isinstance(x, (ir.Parallel, ir.Sync)):
+                    self.stmt(x)
+            return
+        if s.level != ir.ParLevel.core:
+            raise GirError(f"@{s.level.value} is a GPU level; MLU kernels use @cluster and @core", s.loc)
+        if self.tasks == 1:
+            self.tasks = int(hi)
+        self.emit(f"int {s.var} = {'coreId' if self.tasks != int(hi) else 'taskId'};")
+        for x in s.body:
+            self.stmt(x)
+
+    # ------------------------------------------------------------ data movement
+    def _ptr(self, name: str) -> str:
+        b = self.bufs[name]
+        if b.double and name in self.cur:
+            return f"({name} + {self.cur[name]} * {b.phys})"
+        return name
+
+    def _dims(self, ref: ir.Ref, subst):
+        """(base offset C text, [(length, elem stride, extent, start C text)] of sliced dims)."""
+        b = self.bufs[ref.name]
+        if len(ref.index) != len(b.shape):
+            raise GirError(f"rank mismatch on '{ref.name}'", ref.loc)
+        if b.level == "gdram":
+            strides, acc = [], 1
+            for d in reversed(b.shape):
+                strides.insert(0, acc)
+                acc *= d
+        elif L.is_rowvec(b.shape):
+            strides = [1, 0]
+        elif len(b.shape) == 2:
+            strides = [L.pitch(b.shape), 1]
+        else:
+            strides = [1] * len(b.shape)
+        offs, dims = [], []
+        for i, st, ext in zip(ref.index, strides, b.shape):
+            start = i.start if isinstance(i, ir.Slice) else i
+            text = c_index(start, subst)
+            if text != "0":
+                offs.append(f"{text} * {st}" if st != 1 else text)
+            if isinstance(i, ir.Slice):
+                length = _const_len(i)
+                if length > 1:
+                    dims.append([length, st, ext, text])
+        return (" + ".join(offs) or "0"), dims
+
+    def move(self, s: ir.Move, async_: bool, subst=None, slot=None) -> None:
+        subst = subst or {}
+        db, sb = self.bufs[s.dst.name], self.bufs[s.src.name]
+        direction = DIR.get((sb.level, db.level))
+        if direction is None:
+            raise GirError(f"no MLU copy direction from @{sb.level} to @{db.level}", s.loc)
+        if db.dtype != sb.dtype:
+            raise GirError("moves cannot convert element types", s.loc)
+        doff, ddims = self._dims(s.dst, subst)
+        soff, sdims = self._dims(s.src, subst)
+        if [d[0] for d in ddims] != [d[0] for d in sdims]:
+            raise GirError("region shapes of a move differ after dropping unit dims", s.loc)
+        esz = db.dtype.nbytes
+        cnt = None
+        if s.mask:
+            g = sdims if sb.level == "gdram" else ddims
+            for k, (length, _, ext, start) in enumerate(g):
+                if k > 0 and (not start.isdigit() or int(start) + length > ext):
+                    raise GirError("masked MLU moves clip only their outermost dimension", s.loc)
+            if g:
+                cnt = f"min({g[0][0]}, {g[0][2]} - ({g[0][3]}))"
+        # merge dims contiguous on both sides
+        dims = [(d[0], d[1], e[1]) for d, e in zip(ddims, sdims)]
+        merged: list[list[int]] = []
+        for length, ds, ss in dims:
+            if merged and cnt is None and merged[-1][1] == length * ds and merged[-1][2] == length * ss:
+                merged[-1] = [merged[-1][0] * length, ds, ss]
+            else:
+                merged.append([length, ds, ss])
+        inner = 1
+        if merged and merged[-1][1] == 1 and merged[-1][2] == 1:
+            inner = merged.pop()[0]
+        levels = merged
+        if len(levels) > 2:
+            raise GirError("MLU moves support at most two strided levels", s.loc)
+        counts = [str(lv[0]) for lv in levels]
+        if cnt is not None:
+            if levels:
+                counts[0] = cnt
+            else:
+                inner_text = f"{cnt} * {inner // ddims[0][0] if ddims else 1}"
+                inner = None
+        size = f"({inner_text}) * {esz}" if inner is None else str(inner * esz)
+        dptr = self._ptr(s.dst.name) if slot is None or s.dst.name not in slot else slot[s.dst.name]
+        sptr = self._ptr(s.src.name) if slot is None or s.src.name not in slot else slot[s.src.name]
+        args = [f"{dptr} + {doff}" if doff != "0" else dptr, f"{sptr} + {soff}" if soff != "0" else sptr,
+                size, direction]
+        for lv, n in zip(reversed(levels), reversed(counts)):
+            args += [str(lv[1] * esz), str(lv[2] * esz), f"{n} - 1"]
+        fn = "__memcpy_async" if async_ else "__memcpy"
+        self.emit(f"{fn}({', '.join(args)});")
+
+    # ------------------------------------------------------------ pipelining
+    def _pipelinable(self, s: ir.For) -> bool:
+        phase = 0
+        saw = False
+        for x in s.body:
+            if isinstance(x, ir.Move) and x.kind == "load":
+                p = 0
+            elif isinstance(x, ir.Assign):
+                p = 1
+            elif isinstance(x, ir.Move) and x.kind == "store":
+                p, saw = 2, True
+            else:
+                return False
+            if p < phase:
+                return False
+            phase = p
+        return saw and s.step == 1 and c_index(s.lo) == "0"
+
+    def pipelined(self, s: ir.For) -> None:
+        v = s.var
+        loads = [x for x in s.body if isinstance(x, ir.Move) and x.kind == "load"]
+        computes = [x for x in s.body if isinstance(x, ir.Assign)]
+        stores = [x for x in s.body if isinstance(x, ir.Move) and x.kind == "store"]
+        db = {x.dst.name for x in loads} | {x.src.name for x in stores}
+        T = f"T_{v}"
+        self.emit(f"int {T} = {c_index(s.hi)};")
+
+        def slots(which: str):
+            return {n: f"({n} + ({which}) * {self.bufs[n].phys})" for n in db}
+        self.emit(f"if ({T} > 0) {{")
+        self.depth += 1
+        for x in loads:
+            self.move(x, True, {v: "0"}, slots("0"))
+        self.depth -= 1
+        self.emit("}")
+        self.emit(f"for (int {v} = 0; {v} < {T}; {v}++) {{")
+        self.depth += 1
+        self.emit(f"int cur_{v} = {v} % 2;")
+        self.emit("__sync_io_move_compute();")
+        self.emit(f"if ({v} + 1 < {T}) {{")
+        self.depth += 1
+        for x in loads:
+            self.move(x, True, {v: f"({v} + 1)"}, slots(f"1 - cur_{v}"))
+        self.depth -= 1
+        self.emit("}")
+        self.emit(f"if ({v} > 0) {{")
+        self.depth += 1
+        for x in stores:
+            self.move(x, True, {v: f"({v} - 1)"}, slots(f"1 - cur_{v}"))
+        self.depth -= 1
+        self.emit("}")
+        self.cur = {n: f"cur_{v}" for n in db}
+        for x in computes:
+            self.compute(x)
+        self.cur = {}
+        self.depth -= 1
+        self.emit("}")
+        self.emit("__sync_io_move_compute();")
+        self.emit(f"if ({T} > 0) {{")
+        self.depth += 1
+        for x in stores:
+            self.move(x, True, {v: f"({T} - 1)"}, slots(f"({T} - 1) % 2"))
+        self.depth -= 1
+        self.emit("}")
+        self.emit("__sync_io_move_compute();")
+
+    # ------------------------------------------------------------ compute
+    def compute(self, s: ir.Assign) -> None:
+        refs = [s.target] + [x for x in _leaves(s.value) if isinstance(x, ir.Ref)]
+        if all(_region_size(r) == 1 and not self._vector_buf(r) for r in refs):
+            return self.scalar_compute(s)
+        out: list[str] = []
+        vec = VecEmitter(out, self._scratch_full, self._mask_full)
+        vec.emit(self.opd(s.target), s.value, self.opd)
+        for line in out:
+            self.emit(line)
+
+    def _vector_buf(self, r: ir.Ref) -> bool:
+        b = self.bufs[r.name]
+        return b.level == "nram" and (len(b.shape) == 2 or b.shape[0] > 1)
+
+    def opd(self, e) -> Opd:
+        if isinstance(e, ir.Const):
+            return Opd(CONST, value=c_float(float(e.value)))
+        if isinstance(e, ir.Var):
+            return Opd(CONST, value=f"((float){e.name})")
+        if not isinstance(e, ir.Ref):
+            raise GirError("vector compute operands are tiles or constants", getattr(e, "loc", None))
+        b = self.bufs[e.name]
+        if b.level != "nram":
+            raise GirError(f"compute operands live in @nram, '{e.name}' is @{b.level}", e.loc)
+        ptr, dt = self._ptr(e.name), b.dtype.value
+        if not self._vector_buf(e):
+            return Opd(SCALAR, value=f"{ptr}[0]", dtype=dt)
+        lens = [_const_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
+        if L.is_rowvec(b.shape):
+            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt)
+        if len(b.shape) == 1:
+            return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
+        return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=L.pitch(b.shape), cols=lens[1],
+                   prow=L.phys_rows(b.shape), dtype=dt)
+
+    def _scratch_full(self, like: Opd, k: int = 0) -> Opd:
+        name = f"scratch{k}_{like.length}"
+        if (name, like.length) not in self.scratch:
+            self.scratch.append((name, like.length))
+        return Opd(like.kind, name, like.length, like.rows, like.pitch, like.cols, like.prow, dtype="f32")
+
+    def _mask_full(self, like: Opd) -> str:
+        name = f"colmask_{like.length}_{like.cols}"
+        if (name, like.length) not in self.scratch:
+            self.scratch.append((name, like.length))
+            self.scratch.append((name + "_row", like.pitch))
+            self.prologue += [
+                f"  for (int j_ = 0; j_ < {like.pitch}; j_++) {{ {name}_row[j_] = j_ < {like.cols} ? 1.0f : 0.0f; }}",
+                f"  __bang_write_value({name}, {like.length}, 0.0f);",
+                f"  __bang_cycle_add({name}, {name}, {name}_row, {like.length}, {like.pitch});"]
+        return name
+
+    def scalar_compute(self, s: ir.Assign) -> None:
+        def elem(r: ir.Ref) -> str:
+            off, _ = self._dims(r, {})
+            b = self.bufs[r.name]
+            if b.double and r.name in self.cur:
+                off = f"{self.cur[r.name]} * {b.phys} + {off}"
+            return f"{r.name}[{off}]"
+
+        def kind_of(r: ir.Ref) -> str:
+            return "float" if self.bufs[r.name].dtype.is_float else "int"
+
+        def scratch() -> str:
+            name = f"erf_s{self.erf_slots}"
+            self.erf_slots += 1
+            self.scratch.append((name, 32))
+            return name
+        sx = ScalarExpr(elem, kind_of, scratch)
+        text, _ = sx.expr(s.value)
+        for line in sx.pre:
+            self.emit(line)
+        self.emit(f"{elem(s.target)} = {text};")
+
+
+def _const_len(i: ir.Slice) -> int:
+    from gir.affine import to_affine
+    a, b = to_affine(i.start), to_affine(i.stop)
+    d = b - a
+    if not d.is_const:
+        raise GirError("slice length must be constant", i.loc)
+    return int(d.const)
+
+
+def _region_size(r: ir.Ref) -> int:
+    n = 1
+    for i in r.index:
+        if isinstance(i, ir.Slice):
+            n *= _const_len(i)
+    return n
+
+
+def _leaves(e):
+    from gir.shapes import _walk
+    return _walk(e)

@@ -1,0 +1,164 @@
+"""Tile computes (one explicit-GIR `Assign` on NRAM tiles) → `__bang_*` vector calls.
+
+Operands are classified by their tile: full `[R, C]` (pitch P, rows Rp), row vector `[R, 1]`, column vector `[C]`,
+scalar (1-element tile, read as `buf[0]`) or constant. Broadcasts map to BANG forms: full∘col → `__bang_cycle_*`,
+full∘row → one `*_scalar` op per row, full∘scalar/const → `*_scalar`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gir import ir
+from gir.errors import GirError
+from codegen.mlu.cexpr import c_float
+
+FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
+BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": "minimum", "pow": "pow"}
+CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
+COMMUTES = ("add", "mul", "maximum", "minimum")
+UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
+CONVERT = {("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
+           ("f16", "f32"): "__bang_float2half", ("bf16", "f32"): "__bang_float2bfloat16"}
+
+
+@dataclass(frozen=True)
+class Opd:
+    kind: str
+    ptr: str = ""        # C pointer text (vector kinds)
+    length: int = 0      # elements a vector op covers (physical)
+    rows: int = 1        # logical rows (full / row)
+    pitch: int = 1       # full: row pitch; row/col: 1
+    cols: int = 1        # logical columns (full / col)
+    prow: int = 1        # physical rows of a full tile
+    value: str = ""      # scalar / const C text
+    dtype: str = "f32"
+
+
+class VecEmitter:
+    def __init__(self, out: list[str], scratch_full, mask_full=None):
+        self.out = out
+        self.mask_full = mask_full         # (Opd) -> C pointer of a 1/0 column-mask tile of that shape
+        self.scratch_full = scratch_full   # (Opd like) -> C pointer of a scratch tile of the same size
+
+    def emit(self, dst: Opd, value, operand) -> None:
+        """`operand(ir_expr) -> Opd` resolves a leaf (Ref / Const)."""
+        if isinstance(value, (ir.Ref, ir.Const)):
+            return self.copy(dst, operand(value))
+        if isinstance(value, ir.Reduce):
+            return self.reduce(dst, value, operand(value.arg))
+        if isinstance(value, ir.BinOp) and value.op in BIN:
+            return self.binary(dst, BIN[value.op], operand(value.lhs), operand(value.rhs))
+        if isinstance(value, ir.UnOp) and value.op == "-":
+            return self.unary(dst, "neg", operand(value.operand))
+        if isinstance(value, ir.Call):
+            if value.fn in BIN and len(value.args) == 2:
+                return self.binary(dst, BIN[value.fn], *(operand(a) for a in value.args))
+            if value.fn in UNARY:
+                return self.unary(dst, value.fn, operand(value.args[0]))
+            if value.fn in ("f32", "f16", "bf16"):
+                a = operand(value.args[0])
+                name = CONVERT.get((dst.dtype, a.dtype))
+                if name is None:
+                    raise GirError(f"no MLU conversion from {a.dtype} to {dst.dtype}", value.loc)
+                self.out.append(f"{name}({dst.ptr}, {a.ptr}, {dst.length});")
+                return
+        raise GirError("compute not supported by the MLU vector emitter (use scalar tiles)", getattr(value, "loc", None))
+
+    # ------------------------------------------------------------ forms
+    def copy(self, dst: Opd, a: Opd) -> None:
+        if a.kind in (CONST, SCALAR):
+            self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
+        elif a.kind == dst.kind:
+            self.out.append(f"__bang_mul_scalar({dst.ptr}, {a.ptr}, 1.0f, {dst.length});")
+        else:
+            self.expand(dst, a)
+
+    def expand(self, dst: Opd, a: Opd) -> None:
+        """Broadcast a row / col / scalar operand into a full tile."""
+        if a.kind == COL:
+            self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, 0.0f);")
+            self.out.append(f"__bang_cycle_add({dst.ptr}, {dst.ptr}, {a.ptr}, {dst.length}, {dst.pitch});")
+        elif a.kind == ROW:
+            self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
+                            f"{{ __bang_write_value({dst.ptr} + r_ * {dst.pitch}, {dst.pitch}, {a.ptr}[r_]); }}")
+        else:
+            self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
+
+    def unary(self, dst: Opd, fn: str, a: Opd) -> None:
+        if a.kind != dst.kind:
+            self.expand(dst, a)
+            a = dst
+        self.out.append(f"__bang_active_{fn}({dst.ptr}, {a.ptr}, {dst.length});")
+
+    def binary(self, dst: Opd, fn: str, a: Opd, b: Opd) -> None:
+        vec = lambda o: o.kind in (FULL, ROW, COL)  # noqa: E731
+        if not vec(a) and not vec(b):
+            self.copy(dst, a)
+            return self.binary(dst, fn, dst, b)
+        if vec(a) and vec(b) and a.kind == b.kind == dst.kind:
+            self.out.append(f"__bang_{fn}({dst.ptr}, {a.ptr}, {b.ptr}, {dst.length});")
+            return
+        if not vec(b) or (not vec(a) and fn in COMMUTES):
+            if not vec(b):
+                return self._scalar_form(dst, fn, a, b.value, swapped=False)
+            return self._scalar_form(dst, fn, b, a.value, swapped=False)
+        if not vec(a):
+            return self._scalar_form(dst, fn, b, a.value, swapped=True)
+        # two vector operands of different kinds
+        if a.kind == FULL and b.kind == COL and fn in CYCLE:
+            self.out.append(f"__bang_cycle_{fn}({dst.ptr}, {a.ptr}, {b.ptr}, {dst.length}, {dst.pitch});")
+            return
+        if a.kind == COL and b.kind == FULL and fn in COMMUTES:
+            return self.binary(dst, fn, b, a)
+        if a.kind == FULL and b.kind == ROW and fn != "pow":
+            self._per_row(dst, fn, a, b, swapped=False)
+            return
+        if a.kind == ROW and b.kind == FULL and fn != "pow":
+            self._per_row(dst, fn, b, a, swapped=True)
+            return
+        # general: materialise the narrower operand as a full tile first
+        if a.kind != FULL:
+            if b.kind == FULL and dst.ptr == b.ptr:
+                tmp = self.scratch_full(dst, 0)
+                self.expand(tmp, a)
+                return self.binary(dst, fn, tmp, b)
+            self.expand(dst, a)
+            return self.binary(dst, fn, dst, b)
+        tmp = self.scratch_full(dst, 0)
+        self.expand(tmp, b)
+        self.binary(dst, fn, a, tmp)
+
+    def _scalar_form(self, dst: Opd, fn: str, a: Opd, s: str, swapped: bool) -> None:
+        if a.kind != dst.kind:
+            self.expand(dst, a)
+            a = dst
+        if swapped and fn not in COMMUTES:
+            if fn in ("sub", "div"):
+                fn = "r" + fn
+            else:  # s pow a
+                tmp = self.scratch_full(dst, 0) if dst.ptr == a.ptr else dst
+                self.out.append(f"__bang_write_value({tmp.ptr}, {dst.length}, {s});")
+                self.out.append(f"__bang_{fn}({dst.ptr}, {tmp.ptr}, {a.ptr}, {dst.length});")
+                return
+        self.out.append(f"__bang_{fn}_scalar({dst.ptr}, {a.ptr}, {s}, {dst.length});")
+
+    def _per_row(self, dst: Opd, fn: str, a: Opd, row: Opd, swapped: bool) -> None:
+        if swapped and fn not in COMMUTES:
+            fn = "r" + fn
+        p = dst.pitch
+        self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
+                        f"{{ __bang_{fn}_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, {row.ptr}[r_], {p}); }}")
+
+    def reduce(self, dst: Opd, e: ir.Reduce, a: Opd) -> None:
+        if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors
+            return self.copy(dst, a)
+        if a.kind != FULL or dst.kind != ROW or e.axes != (1,) or e.op not in ("sum", "max", "min"):
+            raise GirError("the MLU vector emitter reduces full tiles over axis 1 into a row vector", e.loc)
+        if a.cols == a.pitch:
+            self.out.append(f"__bang_reduce_{e.op}_rows({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            return
+        ident = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}[e.op]
+        tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
+        self.out.append(f"__bang_write_value({fill.ptr}, {a.length}, {ident});")
+        self.out.append(f"__bang_select({tmp.ptr}, {self.mask_full(a)}, {a.ptr}, {fill.ptr}, {a.length});")
+        self.out.append(f"__bang_reduce_{e.op}_rows({dst.ptr}, {tmp.ptr}, {a.rows}, {a.pitch});")

@@ -1,0 +1,47 @@
+"""`gir analyze FILE`: the traffic table of each explicit kernel (bytes per memory level vs compulsory),
+or its instruction dataflow graph with --idfg / --dot."""
+from __future__ import annotations
+
+import sys
+
+from gir.cli.common import load_verified, parse_sizes, write_atomic
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="traffic per memory level and the instruction dataflow graph",
+                       description="Count bytes moved at each memory level by each instruction of the explicit "
+                                   "kernels (exact, with isl, at the given sizes), 32-byte sectors per warp "
+                                   "access, and compare with the compulsory traffic.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--sizes", help="values of the symbolic sizes, e.g. M=4096,N=1000")
+    p.add_argument("--func", dest="func_name", help="function to analyse (default: the first)")
+    p.add_argument("--idfg", action="store_true", help="print the instruction dataflow graph instead")
+    p.add_argument("--dot", metavar="OUT", help="write the dataflow graph as Graphviz dot ('-' for stdout)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from gir.errors import GirError
+    from passes.analysis.idfg import build_idfg
+    from passes.analysis.traffic import format_table, kernel_traffic
+
+    module = load_verified(args.file)
+    try:
+        func = module.func(args.func_name)
+    except KeyError:
+        raise GirError(f"no function '{args.func_name}' in {args.file}") from None
+    if not func.kernels:
+        raise GirError(f"function '{func.name}' has no explicit kernels to analyse", func.loc,
+                       ["lower it first: gir compile --emit gir"])
+    if args.idfg or args.dot:
+        graphs = [build_idfg(func, k) for k in func.kernels]
+        if args.idfg:
+            sys.stdout.write("".join(g.to_text() for g in graphs))
+        if args.dot:
+            dot = "".join(g.to_dot() for g in graphs)
+            sys.stdout.write(dot) if args.dot == "-" else write_atomic(args.dot, dot)
+        return 0
+    sizes = parse_sizes(args.sizes)
+    reports = [kernel_traffic(func, k, sizes) for k in func.kernels]
+    sys.stdout.write(format_table(func, reports, {p: sizes[p] for p in func.size_symbols()}))
+    return 0

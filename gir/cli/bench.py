@@ -1,0 +1,50 @@
+"""`gir bench`: benchmark suites of memory-bound operators on a target."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gir.errors import GirError
+
+
+def register(sub) -> None:
+    from targets.bench.cases import SUITE_NAMES
+
+    p = sub.add_parser(
+        "bench", help="benchmark memory-bound operator suites",
+        description="Benchmark suites (or GIR files) on a target. Reports compile time, compulsory and moved "
+                    "bytes, and time: CUDA events on a GPU (with torch eager / torch.compile / cupy baselines), "
+                    "simulated time vs roofline and op-by-op on mlu-sim, traffic and correctness on sim.",
+        epilog="examples:\n  gir bench softmax --target sim --quick\n"
+               "  gir bench all --target mlu-sim --quick --dtypes f32 -o out/bench\n"
+               "  gir bench samples/softmax.gir --sizes M=4096,N=1024 --target cuda",
+        formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    p.add_argument("what", nargs="+", metavar="SUITE|FILE",
+                   help=f"suite names ({', '.join(SUITE_NAMES)}) or .gir files")
+    p.add_argument("--target", default="sim", choices=["sim", "mlu-sim", "cuda"])
+    p.add_argument("--quick", action="store_true", help="small sizes (for CI)")
+    p.add_argument("--dtypes", default="f32,f16,bf16", help="element types of suite cases (default all three)")
+    p.add_argument("--sizes", help="sizes for FILE arguments, e.g. M=4096,N=1024")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=50, help="timed runs per case on cuda (median reported)")
+    p.add_argument("--no-baselines", action="store_true", help="skip torch/cupy baselines")
+    p.add_argument("-o", "--out", default="bench-out", help="directory for results.json/.csv and PNGs")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from targets.bench.driver import collect_cases, run_bench
+
+    dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
+    bad = [d for d in dtypes if d not in ("f32", "f16", "bf16")]
+    if bad:
+        raise GirError(f"unknown --dtypes entry '{bad[0]}' (use f32, f16, bf16)")
+    cases = collect_cases(args.what, quick=args.quick, dtypes=dtypes, sizes_text=args.sizes)
+    rows, table, files = run_bench(cases, args, argv=sys.argv[2:] if sys.argv[1:2] == ["bench"] else sys.argv[1:])
+    print(table)
+    for f in files:
+        print(f"wrote {f}")
+    return 1 if any(r["status"] == "FAIL" for r in rows) else 0
+
+
+__all__ = ["register", "run", "Path"]

@@ -1,0 +1,115 @@
+"""`gir compile FILE --target cuda|hip`: lower to explicit GIR (if needed) and generate GPU source.
+
+Without -o, prints the explicit GIR (--emit gir), the source (--emit source, the default) or both.
+With -o DIR, writes NAME.cu / NAME.hip and NAME.json (launch metadata) per kernel, plus FILE.gir with
+--emit gir|all; with -o FILE.cu|FILE.hip, writes all kernels into that one file and FILE.json (a list).
+Everything is generated before anything is written, and every file is written atomically.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gir import ir
+from gir.cli.common import load_verified, parse_sizes, write_atomic
+from gir.errors import GirError
+
+
+def _instruments():
+    try:
+        from passes import instruments
+    except ImportError:
+        return None
+    return instruments
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compile", help="generate CUDA/HIP source from a GIR file",
+                       description="Lower a GIR file to explicit kernels (passes.schedule) and generate "
+                                   "CUDA or HIP source plus JSON launch metadata.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--target", choices=["cuda", "hip"], default="cuda")
+    p.add_argument("-o", "--output", metavar="OUT", help="output directory, or a .cu/.hip file")
+    p.add_argument("--emit", choices=["gir", "source", "all"], default="source",
+                   help="what to print (or, with -o, also write the explicit GIR for gir/all)")
+    p.add_argument("--sizes", metavar="M=4,N=7", help="size hints; fixes symbolic thread extents")
+    p.add_argument("--index-type", choices=["auto", "int32", "int64"], default="auto",
+                   help="C type of index arithmetic (auto: int64 only if a tensor has > 2^31-1 "
+                        "elements at the given sizes)")
+    p.add_argument("--passes", metavar="PIPELINE", help="pass pipeline to run on the explicit GIR")
+    inst = _instruments()
+    if inst is not None:
+        inst.add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def lower(module: ir.Module, target: str, sizes: dict[str, int]) -> ir.Module:
+    """Operator-layer funcs → explicit funcs through passes.schedule; explicit funcs pass through."""
+    if all(f.is_explicit for f in module.funcs):
+        return module
+    try:
+        from passes.schedule import lower_module
+    except ImportError as exc:
+        raise GirError(f"cannot lower operator-layer GIR: passes.schedule is unavailable ({exc})") from exc
+    options = {"sizes": sizes} if sizes else None
+    explicit = [f for f in module.funcs if f.is_explicit]
+    lowered = lower_module(ir.Module(tuple(f for f in module.funcs if not f.is_explicit)), target=target,
+                           options=options)
+    by_name = {f.name: f for f in explicit + list(lowered.funcs)}
+    return ir.Module(tuple(by_name[f.name] for f in module.funcs))
+
+
+def run_passes(module: ir.Module, args) -> ir.Module:
+    if not args.passes:
+        return module
+    try:
+        from passes.manager import PassManager
+        from passes.pipeline import parse_pipeline
+    except ImportError as exc:
+        raise GirError(f"--passes needs the pass manager ({exc})") from exc
+    inst = _instruments()
+    instruments = inst.instruments_from_args(args) if inst is not None else []
+    verify_each = inst.verify_each_from_args(args) if inst is not None else True
+    pm = PassManager(parse_pipeline(args.passes), instruments=instruments, verify_each=verify_each)
+    return pm.run(module)
+
+
+def run(args) -> int:
+    from codegen import combined_source, emit_module
+    from gir.printer import print_module
+    from gir.verifier import verify_module
+
+    sizes = parse_sizes(args.sizes)
+    module = lower(load_verified(args.file), args.target, sizes)
+    module = run_passes(module, args)
+    verify_module(module)
+    kernels = emit_module(module, args.target, sizes, {"index_type": args.index_type})
+    gir_text = print_module(module)
+    if not args.output:
+        if args.emit in ("gir", "all"):
+            sys.stdout.write(gir_text)
+        if args.emit in ("source", "all"):
+            sys.stdout.write(combined_source(kernels))
+        return 0
+    out = Path(args.output)
+    ext = ".cu" if args.target == "cuda" else ".hip"
+    files: dict[Path, str] = {}
+    if out.suffix in (".cu", ".hip"):
+        files[out] = combined_source(kernels)
+        files[out.with_suffix(".json")] = json.dumps([k.meta for k in kernels], indent=2) + "\n"
+        gir_path = out.with_suffix(".gir")
+    else:
+        if out.exists() and not out.is_dir():
+            raise GirError(f"output '{out}' exists and is not a directory (name a .cu/.hip file or a directory)")
+        for k in kernels:
+            files[out / (k.name + ext)] = k.source
+            files[out / (k.name + ".json")] = k.to_json()
+        gir_path = out / (Path(args.file).stem + ".gir")
+    if args.emit in ("gir", "all"):
+        files[gir_path] = gir_text
+    for path, text in files.items():
+        write_atomic(path, text)
+    for path in files:
+        print(path)
+    return 0

@@ -1,0 +1,41 @@
+"""`gir opt FILE --passes '...'`: run a pass pipeline over a file and print or write the result."""
+from __future__ import annotations
+
+import sys
+
+from gir.cli.common import load_verified, write_atomic
+
+
+def register(sub) -> None:
+    p = sub.add_parser("opt", help="run a pass pipeline over a GIR file",
+                       description="Parse and verify FILE, run a pass pipeline over it (the verifier runs after "
+                                   "every pass) and print the resulting GIR. Pipeline syntax: "
+                                   "'canonicalize,inline-elementwise{max_uses=2}'; `gir passes` lists passes.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--passes", metavar="PIPELINE",
+                   help="the pipeline to run (default: the default pipeline, see `gir passes --default`)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the result to OUT (atomically) instead of stdout")
+    from passes.instruments import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from gir.printer import print_module
+    from passes.base import PassContext
+    from passes.instruments import instruments_from_args, verify_each_from_args
+    from passes.manager import PassManager
+    from passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
+
+    pipeline = parse_pipeline(args.passes if args.passes is not None else DEFAULT_PIPELINE)
+    instruments = instruments_from_args(args)
+    module = load_verified(args.file)
+    manager = PassManager(pipeline, instruments, verify_each=verify_each_from_args(args))
+    result = manager.run(module, PassContext(filename=args.file))
+    text = print_module(result)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,37 @@
+"""`gir passes [NAME...] [--default]`: list the registered passes, or print the default pipeline."""
+from __future__ import annotations
+
+import inspect
+
+
+def register(sub) -> None:
+    p = sub.add_parser("passes", help="list the available passes and their options",
+                       description="List every pass found in the 'gir.passes' entry-point group (built-ins and "
+                                   "plugins) with its options (name: type = default), one-line help and the "
+                                   "distribution it comes from. Name passes to see their full help.")
+    p.add_argument("names", nargs="*", metavar="NAME", help="show the full help of these passes")
+    p.add_argument("--default", action="store_true", help="print the default pipeline text and exit")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from passes.pipeline import default_pipeline
+    from passes.registry import registry
+
+    reg = registry()
+    if args.default:
+        print(default_pipeline(reg))
+        return 0
+    infos = [reg.get(n) for n in args.names] if args.names else list(reg)
+    for info in infos:
+        print(f"{info.name} [{info.origin}]")
+        if args.names:
+            print("    entry point: " + (info.entry_point or "(none)"))
+            for line in inspect.cleandoc(info.cls.__doc__ or "(no description)").splitlines():
+                print(f"    {line}".rstrip())
+        else:
+            print(f"    {info.cls.summary()}")
+        for spec in info.cls.options():
+            default = "(required)" if spec.required else f"= {spec.format(spec.default)}"
+            print(f"    {spec.name}: {spec.type_text} {default}")
+    return 0

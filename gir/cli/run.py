@@ -1,0 +1,159 @@
+"""`gir run FILE --target sim`: run a program on a target and check it against the reference evaluator.
+
+Operator-layer functions are first lowered by the scheduler; explicit functions run as written (compared
+against `--reference FILE` when given). Prints a table of relative errors and the global traffic.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from gir import ir
+from gir.cli.common import load_verified, parse_sizes
+from gir.errors import GirError
+
+TOLERANCE = {ir.DType.f32: 1e-5, ir.DType.f16: 1e-2, ir.DType.bf16: 1e-2}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a program on a target (sim, cuda, mlu-sim) and check it numerically",
+                       description="Lower an operator-layer program (or take an explicit one), run it on a target "
+                                   "with random inputs, compare every result with the numpy reference "
+                                   "(float64) and report global-memory traffic. Exit 1 on a mismatch.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--target", default="sim", help="sim (default), cuda, hip, mlu-sim")
+    p.add_argument("--sizes", help="size bindings, e.g. M=4096,N=1000")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
+    p.add_argument("--func", dest="func_name", help="function to run (default: the first)")
+    p.add_argument("--check", action="store_true",
+                   help="also prove the kernels safe with the static checks before running")
+    p.add_argument("--reference", metavar="FILE", help="operator-layer file to compare an explicit program with")
+    p.add_argument("--no-races", action="store_true", help="skip race detection on the simulator (faster)")
+    p.set_defaults(func=run)
+
+
+def _pick(module: ir.Module, name: str | None, path: str) -> ir.Func:
+    try:
+        return module.func(name)
+    except KeyError:
+        raise GirError(f"no function '{name}' in {path}") from None
+
+
+def _lower(module: ir.Module, target, sizes) -> ir.Module:
+    mod_name = "passes.schedule" if target.family == "gpu" else "passes.schedule_mlu"
+    try:
+        sched = __import__(mod_name, fromlist=["lower_module"])
+        lower_module = sched.lower_module
+    except (ImportError, AttributeError) as exc:
+        raise GirError(f"the scheduler ({mod_name}) is unavailable: {exc}",
+                       None, ["give an explicit-layer file instead"]) from None
+    return lower_module(module, target=target.name if target.name != "mlu-sim" else "mlu",
+                        options={"sizes": sizes})
+
+
+def run(args) -> int:
+    from gir.evaluate import evaluate, random_inputs
+    from targets.registry import get_target
+
+    target = get_target(args.target)
+    sizes = parse_sizes(args.sizes)
+    module = load_verified(args.file)
+    func = _pick(module, args.func_name, args.file)
+    reference = None
+    if not func.is_explicit:
+        reference = func
+        lowered = _lower(ir.Module((func,)), target, sizes)
+        func = lowered.func(func.name)
+    elif args.reference:
+        ref_module = load_verified(args.reference)
+        reference = _pick(ref_module, args.func_name or func.name if len(ref_module.funcs) > 1 else None,
+                          args.reference)
+        if reference.is_explicit:
+            raise GirError(f"the reference '{reference.name}' in {args.reference} is not operator-layer")
+    if args.check:
+        try:
+            from passes.analysis.checks import check_module
+        except ImportError as exc:
+            raise GirError(f"the static checks are unavailable: {exc}") from None
+        for w in check_module(ir.Module((func,)), "cuda" if target.family == "gpu" else "mlu", sizes, False):
+            print(w.format(), file=sys.stderr)
+    inputs = random_inputs(func, sizes, np.random.default_rng(args.seed))
+    result = _execute(target, func, inputs, sizes, not args.no_races)
+    if result is None:
+        return 2
+    status = 0
+    if reference is not None:
+        expected = evaluate(reference, inputs, compute_dtype=np.float64)
+        status = _compare(result.outputs, expected, {p.name: p.type.dtype for p in func.results})
+    else:
+        _summary(result.outputs)
+    stats = getattr(result, "stats", None)
+    if stats is not None:
+        _traffic(stats, inputs, result.outputs)
+    return status
+
+
+def _execute(target, func, inputs, sizes, races):
+    try:
+        runner = target.load_runner()
+    except GirError as exc:
+        if target.name == "cuda":
+            print("gir: no CUDA device available (the CUDA runner cannot be loaded)", file=sys.stderr)
+        else:
+            print(f"gir: {exc.message}", file=sys.stderr)
+        return None
+    if target.name == "sim":
+        return runner(func, inputs, sizes, warp_size=target.warp_size, check_races=races)
+    try:
+        return runner(func, inputs, sizes)
+    except GirError:
+        raise
+    except Exception as exc:  # a device or driver failure, not a bad program
+        what = "no CUDA device available" if target.name == "cuda" else f"target '{target.name}' failed"
+        print(f"gir: {what}: {exc}", file=sys.stderr)
+        return None
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    a, b = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    if a.dtype == np.bool_ or b.dtype == np.bool_:
+        return float(np.mean(a != b))
+    finite = np.isfinite(b)
+    if (np.isnan(a) != np.isnan(b)).any() or (a[~finite] != b[~finite]).any():
+        return float("inf")
+    a, b = a[finite], b[finite]
+    denom = np.linalg.norm(b)
+    diff = np.linalg.norm(a - b)
+    return float(diff / denom) if denom > 0 else float(diff)
+
+
+def _compare(outputs, expected, dtypes) -> int:
+    print(f"{'output':<16} {'shape':<16} {'rel. error':>12}  result")
+    status = 0
+    for name, want in expected.items():
+        got = outputs[name]
+        err = rel_error(got, want)
+        ok = err <= TOLERANCE.get(dtypes[name], 0.0)
+        status |= not ok
+        print(f"{name:<16} {str(list(got.shape)):<16} {err:>12.3e}  {'pass' if ok else 'FAIL'}")
+    return status
+
+
+def _summary(outputs) -> None:
+    for name, arr in outputs.items():
+        a = np.asarray(arr, np.float64)
+        nan = int(np.isnan(a).sum())
+        fin = a[np.isfinite(a)] if a.size else a
+        rng = f"min={fin.min():.6g} max={fin.max():.6g} mean={fin.mean():.6g}" if fin.size else "no finite values"
+        print(f"{name}: {arr.dtype}{list(arr.shape)}  {rng}" + (f"  NaN={nan} (unwritten?)" if nan else ""))
+
+
+def _traffic(stats, inputs, outputs) -> None:
+    compulsory = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
+    moved = stats.global_bytes
+    print(f"global traffic: {moved} bytes in 32-byte sectors (read {stats.global_read_bytes}, "
+          f"write {stats.global_write_bytes}); compulsory {compulsory} bytes; "
+          f"ratio {moved / compulsory if compulsory else float('nan'):.3f}")

@@ -1,0 +1,237 @@
+"""Instructions of an explicit kernel and the isl access relations of their regions.
+
+`collect(func, kernel)` walks a kernel once and returns a `KernelInfo`: every instruction
+(load/store/copy/compute/allreduce/sync) with its enclosing loop/parallel variables, the
+if-conditions it runs under, its barrier segment and its accesses. An instruction's
+instance domain is the set of values of its enclosing variables allowed by their bounds and
+conditions; parameters are the function's size symbols. An access relation maps an
+instance to the buffer elements it touches; elements of private buffers carry their
+owner's parallel variables first (a @shared tile is one per block, a @reg tile one per thread).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from gir import ir
+from gir.verify_kernel import Buffer
+from passes.analysis import isl_helpers as ih
+
+BARRIER_LEVELS = (ir.ParLevel.block, ir.ParLevel.cluster)
+
+
+@dataclass(frozen=True)
+class LoopVar:
+    name: str
+    lo: ir.Expr
+    hi: ir.Expr
+    step: int
+    level: ir.ParLevel | None  # None: a sequential `for`
+    node: object = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Access:
+    buf: Buffer
+    ref: ir.Ref
+    write: bool
+    owner: tuple[str, ...]  # parallel variables owning a private copy of the buffer
+    vec: int = 1
+    mask: bool = False
+
+
+@dataclass
+class SyncLoop:
+    """A sequential loop whose body contains a barrier: its segments `first..last`."""
+    var: str
+    step: int
+    first: int
+    last: int = -1
+
+
+@dataclass
+class Instr:
+    id: int
+    stmt: object
+    kind: str  # load store copy compute allreduce sync
+    vars: tuple[LoopVar, ...]
+    conds: tuple[ir.Expr, ...]
+    path: tuple[tuple[object, str], ...]  # enclosing (scope node, branch) for rebuilding GIR
+    accesses: tuple[Access, ...]
+    seg: int  # barrier segment: number of block/cluster barriers passed in program text
+    sync_loops: tuple[SyncLoop, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"S{self.id}"
+
+    @property
+    def loc(self):
+        return getattr(self.stmt, "loc", None)
+
+    @property
+    def var_names(self) -> list[str]:
+        return [v.name for v in self.vars]
+
+    def par_vars(self, *levels: ir.ParLevel) -> list[str]:
+        return [v.name for v in self.vars if v.level is not None and (not levels or v.level in levels)]
+
+
+@dataclass
+class KernelInfo:
+    func: ir.Func
+    kernel: ir.Kernel
+    params: tuple[str, ...]
+    instrs: list[Instr]
+    allocs: list[tuple[ir.Alloc, tuple, tuple[str, ...]]]  # (alloc, path, enclosing parallel vars)
+    items: list[tuple[tuple, object]]  # (path, Instr or Alloc) in program order, for rebuilding
+    family: str
+
+    # ------------------------------------------------------------ isl views
+    def domain_constraints(self, ins: Instr) -> list[str]:
+        cons = []
+        for v in ins.vars:
+            cons.append(f"{ih.expr(v.lo)} <= {v.name} < {ih.expr(v.hi)}")
+            if v.step != 1:
+                cons.append(f"(({v.name} - {ih.expr(v.lo)}) mod {v.step}) = 0")
+        cons += [ih.cond(c) for c in ins.conds]
+        cons += [f"{p} >= 1" for p in self.params]
+        return cons
+
+    def instance(self, ins: Instr, suffix: str) -> tuple[dict[str, str], list[str]]:
+        """Renamed copy of `ins`'s variables (`b` → `b_1`) and its domain constraints (no size bounds)."""
+        names: dict[str, str] = {}
+        cons = []
+        for v in ins.vars:
+            lo, hi = ih.expr(v.lo, names), ih.expr(v.hi, names)
+            names[v.name] = f"{v.name}_{suffix}"
+            cons.append(f"{lo} <= {names[v.name]} < {hi}")
+            if v.step != 1:
+                cons.append(f"(({names[v.name]} - {lo}) mod {v.step}) = 0")
+        cons += [ih.cond(c, names) for c in ins.conds]
+        return names, cons
+
+    def indices(self, acc: Access, names: dict[str, str], suffix: str) -> tuple[list[str], list[str], list[str]]:
+        """(isl index expressions, fresh element variables, their ranges) of one access."""
+        outs, elems, cons = [], [], []
+        for k, i in enumerate(acc.ref.index):
+            if isinstance(i, ir.Slice):
+                e = f"e{k}{'w' if acc.write else 'r'}_{suffix}"
+                elems.append(e)
+                cons.append(f"0 <= {e} < {slice_len(i)}")
+                outs.append(f"({ih.expr(i.start, names)} + {i.step}*{e})")
+            else:
+                outs.append(ih.expr(i, names))
+        return outs, elems, cons
+
+    def domain(self, ins: Instr) -> isl.Set:
+        return ih.make_set(self.params, ins.name, ins.var_names, self.domain_constraints(ins))
+
+    def access_map(self, ins: Instr, acc: Access, clip: bool | None = None) -> isl.Map:
+        """Instances of `ins` → elements of `acc.buf` (owner variables first, then the indices).
+        Masked off-chip accesses are clipped to the tensor's bounds (or when `clip` is True)."""
+        exists, cons, outs = [], list(self.domain_constraints(ins)), list(acc.owner)
+        for k, i in enumerate(acc.ref.index):
+            if isinstance(i, ir.Slice):
+                e, n = f"__e{k}", slice_len(i)
+                exists.append(e)
+                cons.append(f"0 <= {e} < {n}")
+                outs.append(f"({ih.expr(i.start)} + {i.step}*{e})")
+            else:
+                outs.append(ih.expr(i))
+        if clip or (clip is None and acc.mask and acc.buf.level.off_chip):
+            cons += [f"0 <= {o} < {d}" for o, d in zip(outs[len(acc.owner):], acc.buf.type.shape)]
+        return ih.make_map(self.params, ins.name, ins.var_names, acc.buf.name, outs, exists, cons)
+
+
+def slice_len(s: ir.Slice) -> int:
+    from gir.affine import to_affine
+    n = (to_affine(s.stop) - to_affine(s.start)).const
+    return max(0, -(-n // s.step))
+
+
+def region_size(ref: ir.Ref) -> int:
+    n = 1
+    for i in ref.index:
+        if isinstance(i, ir.Slice):
+            n *= slice_len(i)
+    return n
+
+
+def refs_in(e) -> list[ir.Ref]:
+    from gir.shapes import _walk
+    return [x for x in _walk(e) if isinstance(x, ir.Ref)]
+
+
+class _Walker:
+    def __init__(self, func: ir.Func):
+        self.func = func
+        self.buffers: dict[str, tuple[Buffer, tuple[str, ...]]] = {}
+        for p in func.params + func.results:
+            self.buffers[p.name] = (Buffer(p.name, p.type, ir.Level.global_), ())
+        for item in func.body:
+            if isinstance(item, ir.Alloc):
+                self.buffers[item.name] = (Buffer(item.name, item.type, item.level), ())
+        self.instrs: list[Instr] = []
+        self.allocs: list = []
+        self.items: list = []
+        self.seg = 0
+        self.family = "gpu"
+
+    def acc(self, ref: ir.Ref, write: bool, vec: int = 1, mask: bool = False) -> Access:
+        buf, owner = self.buffers[ref.name]
+        return Access(buf, ref, write, owner, vec, mask)
+
+    def walk(self, stmts, vars, conds, path, sloops) -> None:
+        for s in stmts:
+            self.stmt(s, vars, conds, path, sloops)
+
+    def emit(self, s, kind, accesses, vars, conds, path, sloops) -> None:
+        ins = Instr(len(self.instrs), s, kind, tuple(vars), tuple(conds), tuple(path), tuple(accesses),
+                    self.seg, tuple(sloops))
+        self.instrs.append(ins)
+        self.items.append((tuple(path), ins))
+
+    def stmt(self, s, vars, conds, path, sloops) -> None:
+        if isinstance(s, ir.Parallel):
+            self.family = s.level.family
+            lv = LoopVar(s.var, s.lo, s.hi, 1, s.level, s)
+            self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops)
+        elif isinstance(s, ir.For):
+            lv = LoopVar(s.var, s.lo, s.hi, s.step, None, s)
+            sl = SyncLoop(s.var, s.step, self.seg)
+            self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops + [sl])
+            sl.last = self.seg
+        elif isinstance(s, ir.If):
+            self.walk(s.then, vars, conds + [s.cond], path + [(s, "then")], sloops)
+            neg = ir.UnOp("not", s.cond, loc=s.cond.loc)
+            self.walk(s.orelse, vars, conds + [neg], path + [(s, "else")], sloops)
+        elif isinstance(s, ir.Alloc):
+            owner = tuple(v.name for v in vars if v.level is not None)
+            self.buffers[s.name] = (Buffer(s.name, s.type, s.level), owner)
+            self.allocs.append((s, tuple(path), owner))
+            self.items.append((tuple(path), s))
+        elif isinstance(s, ir.Move):
+            accs = [self.acc(s.src, False, s.vec, s.mask), self.acc(s.dst, True, s.vec, s.mask)]
+            self.emit(s, s.kind, accs, vars, conds, path, sloops)
+        elif isinstance(s, ir.Assign):
+            accs = [self.acc(r, False) for r in refs_in(s.value)] + [self.acc(s.target, True)]
+            self.emit(s, "compute", accs, vars, conds, path, sloops)
+        elif isinstance(s, ir.XReduce):
+            accs = [self.acc(s.target, False), self.acc(s.target, True)]
+            self.emit(s, "allreduce", accs, vars, conds, path, sloops)
+        elif isinstance(s, ir.Sync):
+            self.emit(s, "sync", [], vars, conds, path, sloops)
+            if s.level in BARRIER_LEVELS:
+                self.seg += 1
+
+
+def collect(func: ir.Func, kernel: ir.Kernel) -> KernelInfo:
+    w = _Walker(func)
+    w.walk(kernel.body, [], [], [], [])
+    sloops = [sl for ins in w.instrs for sl in ins.sync_loops]
+    for ins in w.instrs:  # keep only loops that contain a barrier
+        ins.sync_loops = tuple(sl for sl in ins.sync_loops if sl.last > sl.first)
+    del sloops
+    return KernelInfo(func, kernel, func.size_symbols(), w.instrs, w.allocs, w.items, w.family)

@@ -1,0 +1,31 @@
+"""On-chip capacities used by the checks, per target: taken from the machine descriptions in
+`targets/` when present, else from the published numbers below."""
+from __future__ import annotations
+
+from gir import ir
+from gir.errors import GirError
+
+KIB = 1024
+GPU_SHARED = {"cuda": 48 * KIB, "cuda-optin": 227 * KIB, "hip": 64 * KIB}
+MLU_DEFAULTS = {ir.Level.nram: 768 * KIB, ir.Level.wram: 1024 * KIB, ir.Level.sram: 4096 * KIB}
+TARGETS = tuple(GPU_SHARED) + ("mlu",)
+
+
+def capacity_limits(target: str, family: str, attrs: dict[str, str]) -> dict[ir.Level, int]:
+    """Bytes available per owner (block for @shared, core for @nram/@wram, cluster for @sram).
+    A CUDA kernel `with shared=optin` gets the opt-in limit (227 KiB on H100)."""
+    if target not in TARGETS:
+        raise GirError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
+    if family == "mlu":
+        return _mlu_limits()
+    name = "cuda-optin" if target == "cuda" and attrs.get("shared") == "optin" else target
+    return {ir.Level.shared: GPU_SHARED.get(name, GPU_SHARED["cuda"])}
+
+
+def _mlu_limits() -> dict[ir.Level, int]:
+    try:
+        from targets.mlu.machine import MluMachine
+        m = MluMachine()
+        return {ir.Level.nram: m.nram_bytes, ir.Level.wram: m.wram_bytes, ir.Level.sram: m.sram_bytes}
+    except (ImportError, AttributeError, TypeError):
+        return dict(MLU_DEFAULTS)

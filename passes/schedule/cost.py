@@ -1,0 +1,135 @@
+"""Candidate generation (Roller-style) and the analytic cost model for row kernels.
+
+A candidate is a `RowConfig`; its cost is the estimated time in seconds:
+DRAM bytes / DRAM bandwidth + L2 bytes (re-read broadcast operands) / L2 bandwidth, divided by the
+achieved parallelism (threads in flight relative to what saturates the machine, and the share of
+lanes that hold real elements), plus launch overhead, barrier rounds and an instruction term.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from passes.schedule.rows import RowConfig, RowKernel
+from targets.gpu_machines import GpuMachine
+
+REG_CACHE_WORDS = 160  # registers per thread we allow the row cache to take (of 255)
+# Re-reads of broadcast operands (gamma[j]) hit L2, but they still cost sector transactions and the
+# traffic goal counts them: we charge them at half the DRAM bandwidth's cost (share = 2).
+L2_REREAD_BW_SHARE = 2.0
+TRAFFIC_GOAL = 1.05   # total global bytes / compulsory bytes we aim for
+TIME_SLACK = 1.3      # ... when the lean candidate's estimate is within this factor of the best
+
+
+@dataclass
+class Estimate:
+    config: RowConfig
+    seconds: float
+    dram_bytes: float
+    l2_bytes: float
+    blocks: int
+    threads_per_block: int
+    regs: int
+    smem: int
+    notes: dict = field(default_factory=dict)
+
+
+def hint(d, hints: dict[str, int]) -> int:
+    return d if isinstance(d, int) else int(hints.get(d, 4096))
+
+
+def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> list[RowConfig]:
+    g = rk.g
+    cin = hint(g.C[-1], hints)
+    rows = 1
+    for d in g.R:
+        rows *= hint(d, hints)
+    out = []
+    vecs = sorted({1, vmax})
+    teams = [(t, 1) for t in (64, 128, 256, 512, 1024) if t % m.warp == 0 and t <= m.max_threads_per_block]
+    teams += [(m.warp, r) for r in (1, 2, 4, 8)]
+    for t, rw in teams:
+        for v in vecs:
+            kc = -(-cin // (t * v))
+            caches = [0]
+            if len(g.C) == 1 and rk.nphases + bool(rk.full_stores) > 1:
+                caches.append(kc)
+            for cached in caches:
+                pers = [0]
+                if len(g.R) == 1 and rows > 0:
+                    per_sm = max(1, min(m.max_threads_per_sm // (t * rw), 16))
+                    pers += sorted({m.sms, m.sms * min(2, per_sm), m.sms * per_sm})
+                for p in pers:
+                    if p and p * rw >= rows:
+                        continue
+                    out.append(RowConfig(t, rw, v, cached, p))
+    return out
+
+
+def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]) -> Estimate | None:
+    g = rk.g
+    cin = hint(g.C[-1], hints)
+    ncol = 1
+    for d in g.C:
+        ncol *= hint(d, hints)
+    rows = 1
+    for d in g.R:
+        rows *= hint(d, hints)
+    tpb = cfg.threads * cfg.rows_per_block
+    regs = rk.reg_words(cfg)
+    if cfg.cached and regs > REG_CACHE_WORDS:
+        return None
+    nw = cfg.threads // m.warp
+    smem = 4 * nw * len(rk.slots) if cfg.rows_per_block == 1 else 0
+    if smem > m.smem_per_block_default or tpb > m.max_threads_per_block:
+        return None
+    blocks = cfg.persistent or -(-rows // cfg.rows_per_block)
+    passes = 1 if cfg.cached else max(1, rk.nphases + bool(rk.full_stores))
+    row_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if not c.broadcast)
+    bc_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if c.broadcast)
+    out_b = sum(rk.types[n].dtype.nbytes * ncol for n in rk.full_stores) + \
+        sum(rk.types[n].dtype.nbytes for n in rk.row_stores)
+    dram = rows * (row_in * passes + out_b) + bc_in
+    # every block (persistent: once) or every row re-reads broadcast operands, served by L2
+    bc_reads = (blocks if (cfg.persistent and cfg.cached) else rows) * passes
+    l2 = bc_in * bc_reads
+    span = cfg.threads * cfg.vec
+    chunks = -(-cin // span)
+    lane_util = cin / (chunks * span)
+    resident = min(m.max_threads_per_sm // max(tpb, 1), 32)
+    regs_per_thread = max(32, regs)
+    resident = min(resident, m.regs_per_sm // (regs_per_thread * tpb) if regs_per_thread * tpb else resident)
+    if resident < 1:
+        return None
+    in_flight = min(blocks, resident * m.sms) * tpb
+    util = min(1.0, in_flight / (m.sms * 1024)) * lane_util
+    # memory-level parallelism: vector accesses move more bytes per instruction
+    mlp = min(1.0, 0.55 + 0.15 * cfg.vec)
+    mem_t = (dram / m.dram_bw + l2 / L2_REREAD_BW_SHARE / m.dram_bw) / max(util * mlp, 1e-3)
+    sync_rounds = rk.nphases * (2 if cfg.rows_per_block == 1 and nw > 1 else 0)
+    per_team_rows = -(-rows // max(blocks * cfg.rows_per_block, 1))
+    lat = (sync_rounds * 200 + rk.nphases * 5 * 40) * per_team_rows / m.clock_hz
+    instr = rows * ncol * passes * (4 + len(rk.slots)) / (m.sms * 128 * m.clock_hz)
+    secs = mem_t + m.launch_s + lat + instr
+    return Estimate(cfg, secs, dram, l2, blocks, tpb, regs, smem,
+                    {"passes": passes, "lane_util": round(lane_util, 3), "util": round(util, 3),
+                     "compulsory": rows * (row_in + out_b) + bc_in})
+
+
+def search(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int, check=None) -> list[Estimate]:
+    """All feasible candidates, best first."""
+    ests = []
+    for cfg in candidates(rk, m, hints, vmax):
+        e = estimate(rk, cfg, m, hints)
+        if e is not None:
+            ests.append(e)
+    ests.sort(key=lambda e: (e.seconds, -e.config.vec))
+    if not ests:
+        return ests
+    # traffic goal: prefer a candidate within TRAFFIC_GOAL of compulsory bytes if it is nearly as fast
+    compulsory = min(e.notes["compulsory"] for e in ests)
+    lean = [e for e in ests if e.dram_bytes + e.l2_bytes <= TRAFFIC_GOAL * compulsory
+            and e.seconds <= TIME_SLACK * ests[0].seconds]
+    if lean and lean[0] is not ests[0]:
+        ests.remove(lean[0])
+        ests.insert(0, lean[0])
+    return ests

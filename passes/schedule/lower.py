@@ -1,0 +1,160 @@
+"""Operator-layer function → explicit GPU function: partition, search each group, emit, parse back."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from gir import ir
+from gir.errors import GirError
+from gir.parser import parse_text
+from gir.printer import format_type
+from gir.shapes import _walk, func_info
+from passes.schedule.cost import search
+from passes.schedule.generic import GenericKernel
+from passes.schedule.groups import Group, partition
+from passes.schedule.rows import RowConfig, RowKernel, _Unsupported
+from passes.schedule.transpose import TransposeKernel
+from targets.gpu_machines import machine_for
+
+TARGETS = ("cuda", "hip", "sim")
+
+
+@dataclass
+class GroupPlan:
+    """What the search chose for one statement group (for reports)."""
+    statements: list[str]
+    strategy: str                 # row-block | row-warp | generic | transpose
+    kernels: list[str]
+    config: RowConfig | None = None
+    estimate: dict = field(default_factory=dict)
+    candidates: int = 0
+
+
+@dataclass
+class FuncPlan:
+    func: str
+    groups: list[GroupPlan]
+    seconds: float = 0.0          # compile (search + emission) time
+
+
+def _options(target: str, options: dict | None):
+    if target not in TARGETS:
+        raise GirError(f"unknown GPU target '{target}' (expected one of {', '.join(TARGETS)})")
+    opts = dict(options or {})
+    m = machine_for(target, opts.get("machine"))
+    hints = {k: int(v) for k, v in (opts.get("sizes") or {}).items()}
+    return m, hints, opts
+
+
+def lower_func(func: ir.Func, target: str = "cuda", options: dict | None = None) -> ir.Func:
+    """One operator-layer function → an explicit function with the same signature."""
+    return _lower(func, target, options)[0]
+
+
+def plan_func(func: ir.Func, target: str = "cuda", options: dict | None = None) -> FuncPlan:
+    return _lower(func, target, options)[1]
+
+
+def _lower(func: ir.Func, target: str, options: dict | None) -> tuple[ir.Func, FuncPlan]:
+    t0 = time.perf_counter()
+    m, hints, opts = _options(target, options)
+    if func.is_explicit:
+        return func, FuncPlan(func.name, [], 0.0)
+    info = func_info(func)
+    groups = partition(info)
+    results = {p.name for p in func.results}
+    # strategy per group: try the fused row kernel; otherwise one generic kernel per statement
+    built: list[tuple[Group, object]] = []
+    for g in groups:
+        impl = None
+        if g.kind == "rows" and len(g.R) <= 3:
+            try:
+                impl = RowKernel(g, info, set(), m.warp)
+            except _Unsupported:
+                impl = None
+        elif g.kind == "transpose":
+            impl = TransposeKernel(g, info)
+        built.append((g, impl))
+    # names that must live in global memory: results, and anything read by a later group / kernel
+    stores = set(results)
+    for gi, (g, impl) in enumerate(built):
+        produced = set(g.targets)
+        if impl is None:
+            stores |= produced  # generic kernels communicate through global memory
+        for g2, _ in built[gi + 1:]:
+            for st in g2.stmts:
+                for x in _walk(st.stmt.value):
+                    if isinstance(x, ir.Ref) and x.name in produced:
+                        stores.add(x.name)
+    items: list[str] = []
+    kernels: list[str] = []
+    plans: list[GroupPlan] = []
+    for gi, (g, impl) in enumerate(built):
+        base = f"{func.name}_{gi}"
+        if isinstance(impl, RowKernel):
+            impl = RowKernel(g, info, stores, m.warp)
+            text, plan = _emit_rows(impl, base, m, hints, opts)
+            kernels.append(text)
+            plans.append(plan)
+        elif isinstance(impl, TransposeKernel):
+            kernels.append(impl.emit(base, m.warp))
+            plans.append(GroupPlan(g.targets, "transpose", [base], estimate={"tile": "32x33 shared"}))
+        else:
+            names = []
+            for k, st in enumerate(g.stmts):
+                kname = f"{base}_{k}" if len(g.stmts) > 1 else base
+                kernels.append(GenericKernel(st, info, m.warp, hints).emit(kname))
+                names.append(kname)
+            plans.append(GroupPlan(g.targets, "generic" if g.kind != "colreduce" else "thread-serial",
+                                   names))
+    for name in sorted(stores - results):
+        t = info.types[name]
+        items.append(f"alloc {name}: {format_type(t)} @global")
+    params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in func.params)
+    res = ", ".join(f"{p.name}: {format_type(p.type)}" for p in func.results)
+    body = "\n".join(items + kernels)
+    text = f"func {func.name}({params}) -> ({res}) {{\n{body}\n}}\n"
+    try:
+        out = parse_text(text, f"<schedule {func.name}>").funcs[0]
+    except GirError as exc:  # a scheduler bug: show the generated text
+        raise GirError(f"internal error: the scheduler emitted invalid GIR for '{func.name}': {exc}\n{text}") from None
+    return out, FuncPlan(func.name, plans, time.perf_counter() - t0)
+
+
+def _emit_rows(rk: RowKernel, name: str, m, hints, opts) -> tuple[str, GroupPlan]:
+    sizes = [c.dtype.nbytes for c in rk.colrefs] + [rk.types[n].dtype.nbytes for n in rk.full_stores]
+    vmax = max(1, 16 // max(sizes, default=4))
+    ests = search(rk, m, hints, vmax)
+    forced = opts.get("row_config")
+    if forced is not None:
+        best_cfg = forced
+        est = None
+    else:
+        est = ests[0]
+        best_cfg = est.config
+    guards = _guards(rk, best_cfg)
+    fallback = RowConfig(best_cfg.threads, best_cfg.rows_per_block, 1, 0, best_cfg.persistent)
+    text = rk.emit(best_cfg, name, fallback if guards else None, guards)
+    strategy = "row-warp" if best_cfg.rows_per_block > 1 or best_cfg.threads == m.warp else "row-block"
+    info = {}
+    if est is not None:
+        info = {"seconds": est.seconds, "dram_bytes": est.dram_bytes, "l2_bytes": est.l2_bytes,
+                "blocks": est.blocks, "threads_per_block": est.threads_per_block, "regs": est.regs,
+                "smem": est.smem, **est.notes}
+    return text, GroupPlan([s.stmt.target.name for s in rk.g.stmts], strategy, [name], best_cfg, info, len(ests))
+
+
+def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:
+    from gir.printer import format_expr
+    from passes.schedule.emit import dim_expr
+    guards: list[str] = []
+    if cfg.vec > 1:
+        exts = [c.align_ext for c in rk.colrefs if c.mode == "vec" and c.aligned_offset]
+        exts += [rk.types[n].shape[-1] for n in rk.full_stores]
+        for e in exts:
+            g = f"{e} % {cfg.vec} == 0"
+            if isinstance(e, str) and g not in guards:
+                guards.append(g)
+    if cfg.cached and not isinstance(rk.cin_ext, int):
+        guards.append(f"{format_expr(dim_expr(rk.cin_ext))} <= {cfg.cached * cfg.threads * cfg.vec}")
+    return guards

@@ -1,0 +1,474 @@
+"""The fused row kernel: one team (a block, or a warp) per row of a row group.
+
+Every full-rank intermediate is inlined and recomputed on chip; reductions are split into
+*phases* (a reduction whose argument needs an earlier row statistic runs in a later phase).
+Each phase is one pass over the row's chunks: per-thread partials, then a warp all-reduce and,
+for block teams, a shared-memory exchange. Inputs are cached in registers across phases when
+the row fits (`cached` chunks), otherwise re-read from global memory each phase.
+Lanes map to consecutive elements of the innermost column dim (coalesced), `vec` elements each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gir import ir
+from gir.affine import free_vars, to_affine
+from gir.shapes import FuncInfo, _walk
+from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, prod_expr, region,
+                                  simplify, subst, tile)
+from passes.schedule.groups import Group, cvar, rvar
+from passes.schedule.kinds import BOOL, F32, kind_of
+from gir.printer import format_expr
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    threads: int          # threads per row team (a multiple of the warp size)
+    rows_per_block: int   # > 1: one warp per row, this many warps per block
+    vec: int              # elements per lane access
+    cached: int           # chunks of the row kept in registers (0: re-read every phase)
+    persistent: int = 0   # > 0: this many blocks loop over the rows (grid-stride)
+
+
+@dataclass
+class ColRef:
+    ref: ir.Ref
+    mode: str             # vec | inv | elem
+    dtype: ir.DType
+    broadcast: bool       # independent of the row dims (gamma[j])
+    align_ext: ir.Dim | None  # the tensor's last extent (vector alignment needs ext % vec == 0)
+    aligned_offset: bool
+
+
+class RowKernel:
+    def __init__(self, group: Group, info: FuncInfo, stores: set[str], warp: int):
+        self.g, self.info, self.warp = group, info, warp
+        self.types = info.types
+        self.cin = cvar(len(group.C) - 1)
+        self.cin_ext = group.C[-1]
+        self.count = prod_expr(group.C)
+        self.full: dict[str, ir.Expr] = {}
+        self.rowdefs: list[tuple[str, ir.Expr]] = []
+        for st, ren in zip(group.stmts, group.renames):
+            env = {v: V(c) for v, c in ren.items()}
+            val = subst(st.stmt.value, env)
+            if len(st.out_vars) == len(group.R) + len(group.C):
+                self.full[st.stmt.target.name] = val
+            else:
+                self.rowdefs.append((st.stmt.target.name, val))
+        self.full_stores = [n for n in self.full if n in stores]
+        self.row_stores = [n for n, _ in self.rowdefs if n in stores]
+        self.slots: list[tuple[str, ir.Expr, ir.DType]] = []
+        self.rowexprs: dict[str, ir.Expr] = {}
+        self.rowdeps: dict[str, set[str]] = {}
+        rownames = {n for n, _ in self.rowdefs}
+        self.rownames = rownames
+        for name, val in self.rowdefs:
+            self.rowexprs[name] = self._slotify(val)
+        # phases
+        self.slot_phase: list[int] = []
+        ready: dict[str, int] = {}
+        slot_deps = [self._rowrefs(a) for _, a, _ in self.slots]
+        for name, _ in self.rowdefs:
+            e = self.rowexprs[name]
+            r = 0
+            for x in _walk(e):
+                if isinstance(x, ir.Ref) and x.name.startswith("@a"):
+                    s = int(x.name[2:])
+                    while len(self.slot_phase) <= s:
+                        k = len(self.slot_phase)
+                        self.slot_phase.append(max([ready[d] for d in slot_deps[k]], default=0))
+                    r = max(r, self.slot_phase[s] + 1)
+                elif isinstance(x, ir.Ref) and x.name in rownames:
+                    r = max(r, ready[x.name])
+            ready[name] = r
+        self.ready = ready
+        self.nphases = max(self.slot_phase, default=-1) + 1
+        # input references
+        self.colrefs: list[ColRef] = []
+        self.rowrefs: list[ir.Ref] = []
+        exprs = [a for _, a, _ in self.slots] + [self._inline(self.full[n]) for n in self.full_stores] + \
+            list(self.rowexprs.values())
+        for e in exprs:
+            for x in _walk(e):
+                if isinstance(x, ir.Ref) and x.name in self.types and x.name not in rownames \
+                        and x.name not in self.full and not x.name.startswith("@"):
+                    self._add_input(x)
+
+    # ---------------------------------------------------------------- analysis
+    def _inline(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Ref) and e.name in self.full:
+            return self._inline(self.full[e.name])
+        if isinstance(e, ir.Ref):
+            return e
+        if isinstance(e, ir.BinOp):
+            return ir.BinOp(e.op, self._inline(e.lhs), self._inline(e.rhs))
+        if isinstance(e, ir.UnOp):
+            return ir.UnOp(e.op, self._inline(e.operand))
+        if isinstance(e, ir.Call):
+            return ir.Call(e.fn, tuple(self._inline(a) for a in e.args))
+        if isinstance(e, ir.Reduce):
+            return ir.Reduce(e.op, self._inline(e.arg), e.axes)
+        return e
+
+    def _slotify(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Reduce):
+            arg = self._inline(e.arg)
+            if any(isinstance(x, ir.Reduce) for x in _walk(arg)):
+                raise _Unsupported("nested reduction")
+            acc = kind_of(e, self.types)
+            acc = F32 if acc == BOOL else acc
+            self.slots.append((e.op, arg, acc))
+            ref = ir.Ref(f"@a{len(self.slots) - 1}", ())
+            return ir.BinOp("/", ref, self.count) if e.op == "mean" else ref
+        if isinstance(e, ir.BinOp):
+            return ir.BinOp(e.op, self._slotify(e.lhs), self._slotify(e.rhs))
+        if isinstance(e, ir.UnOp):
+            return ir.UnOp(e.op, self._slotify(e.operand))
+        if isinstance(e, ir.Call):
+            return ir.Call(e.fn, tuple(self._slotify(a) for a in e.args))
+        return e
+
+    def _rowrefs(self, e: ir.Expr) -> set[str]:
+        return {x.name for x in _walk(e) if isinstance(x, ir.Ref) and x.name in self.rownames}
+
+    def _add_input(self, x: ir.Ref) -> None:
+        names = set().union(*[free_vars(i) for i in x.index]) if x.index else set()
+        cvars = {v for v in names if v.startswith("_c")}
+        dt = self.types[x.name].dtype
+        if not cvars:
+            if x not in self.rowrefs:
+                self.rowrefs.append(x)
+            return
+        if any(c.ref == x for c in self.colrefs):
+            return
+        last = to_affine(x.index[-1])
+        others = set().union(*[free_vars(i) for i in x.index[:-1]]) if len(x.index) > 1 else set()
+        mode = "elem"
+        aligned = False
+        if self.cin not in names:
+            mode = "inv"
+        elif last is not None and last.coeffs.get(self.cin) == 1 and self.cin not in others:
+            mode = "vec"
+            rest = last - ir_aff(self.cin)
+            aligned = rest.const == 0 and not rest.coeffs
+        broadcast = not any(v.startswith("_r") for v in names)
+        self.colrefs.append(ColRef(x, mode, dt, broadcast, self.types[x.name].shape[-1], aligned))
+
+    def uses_cin_value(self, e: ir.Expr) -> bool:
+        """Whether the innermost column variable is used as a value (not only as a tensor index)."""
+        def walk(x):
+            if isinstance(x, ir.Var):
+                return x.name == self.cin
+            if isinstance(x, ir.Ref):
+                return False
+            kids = [x.lhs, x.rhs] if isinstance(x, ir.BinOp) else [x.operand] if isinstance(x, ir.UnOp) else \
+                list(x.args) if isinstance(x, ir.Call) else [x.arg] if isinstance(x, ir.Reduce) else []
+            return any(walk(k) for k in kids)
+        return walk(e)
+
+    def reg_words(self, cfg: RowConfig) -> int:
+        """32-bit registers per thread for the row cache (the dominant term)."""
+        n = max(cfg.cached, 1)
+        words = 0
+        for c in self.colrefs:
+            w = 1 if c.mode == "inv" else cfg.vec
+            words += n * max(1, w * c.dtype.nbytes // 4)
+        return words + 4 * len(self.slots) + 2 * cfg.vec + 16
+
+    # ---------------------------------------------------------------- emission
+    def emit(self, cfg: RowConfig, kname: str, fallback: RowConfig | None, guards: list[str]) -> str:
+        L = Lines()
+        g = self.g
+        warp_mode = cfg.rows_per_block > 1
+        NW = cfg.rows_per_block if warp_mode else cfg.threads // self.warp
+        L.open(f"kernel {kname}")
+        R = list(g.R) if g.R else [1]
+        bvars = [f"_b{k}" for k in range(len(R))]
+        for k, ext in enumerate(R[:-1]):
+            L.open(f"parallel {bvars[k]} in 0..{format_expr(dim_expr(ext))} @block")
+        last = dim_expr(R[-1])
+        if cfg.persistent:
+            L.open(f"parallel {bvars[-1]} in 0..{cfg.persistent} @block")
+        elif warp_mode:
+            L.open(f"parallel {bvars[-1]} in 0..cdiv({format_expr(last)}, {cfg.rows_per_block}) @block")
+        else:
+            L.open(f"parallel {bvars[-1]} in 0..{format_expr(last)} @block")
+        if not warp_mode and NW > 1:
+            for s, (_, _, dt) in enumerate(self.slots):
+                L(alloc(f"_red{s}", dt, [NW], "shared"))
+        L.open(f"parallel _w in 0..{NW} @warp")
+        L.open(f"parallel _l in 0..{self.warp} @lane")
+        if guards and fallback is not None:
+            self._allocs(L, cfg, "_p", NW)
+            self._allocs(L, fallback, "_q", NW)
+            L.open(f"if {' and '.join(guards)}")
+            self._body(L, cfg, "_p", NW, bvars)
+            L.depth -= 1
+            L.open("} else")
+            self._body(L, fallback, "_q", NW, bvars)
+            L.close()
+        else:
+            self._allocs(L, cfg, "_p", NW)
+            self._body(L, cfg, "_p", NW, bvars)
+        while L.depth:
+            L.close()
+        return L.text()
+
+    def _allocs(self, L: Lines, cfg: RowConfig, px: str, NW: int) -> None:
+        n = max(cfg.cached, 1)
+        for i, c in enumerate(self.colrefs):
+            L(alloc(f"{px}i{i}", c.dtype, [n, 1 if c.mode == "inv" else cfg.vec], "reg"))
+        for i, r in enumerate(self.rowrefs):
+            L(alloc(f"{px}v{i}", self.types[r.name].dtype, [1], "reg"))
+        for s, (_, _, dt) in enumerate(self.slots):
+            L(alloc(f"{px}a{s}", dt, [1], "reg"))
+            L(alloc(f"{px}t{s}", dt, [cfg.vec], "reg"))
+            if cfg.rows_per_block == 1 and NW > 1:
+                L(alloc(f"{px}x{s}", dt, [NW], "reg"))
+        for name, _ in self.rowdefs:
+            L(alloc(f"{px}s_{name}", self._rowdt(name), [1], "reg"))
+        for name in self.row_stores:
+            L(alloc(f"{px}w_{name}", self.types[name].dtype, [1], "reg"))
+        for name in self.full_stores:
+            L(alloc(f"{px}o_{name}", self.types[name].dtype, [cfg.vec], "reg"))
+
+    def _rowdt(self, name: str) -> ir.DType:
+        d = self.types[name].dtype
+        return F32 if d.is_float else d
+
+    def _body(self, L: Lines, cfg: RowConfig, px: str, NW: int, bvars: list[str]) -> None:
+        g = self.g
+        warp_mode = cfg.rows_per_block > 1
+        T, VW = cfg.threads, cfg.vec
+        tid = V("_l") if warp_mode else add(mul(V("_w"), C(self.warp)), V("_l"))
+        R = list(g.R) if g.R else [1]
+        blast: ir.Expr = V(bvars[-1])
+        need_guard = bool(cfg.persistent) or warp_mode
+        if cfg.persistent:
+            blast = add(mul(V("_rr"), C(cfg.persistent)), blast)
+        rowlast = add(mul(blast, C(cfg.rows_per_block)), V("_w")) if warp_mode else blast
+        rowenv = {rvar(k): V(bvars[k]) for k in range(len(g.R) - 1)}
+        if g.R:
+            rowenv[rvar(len(g.R) - 1)] = rowlast
+        self.px, self.cfg, self.rowenv, self.tid = px, cfg, rowenv, tid
+        self._slot_done = {}
+        if cfg.persistent and cfg.cached:
+            bc = [i for i, c in enumerate(self.colrefs) if c.broadcast]
+            if bc:
+                self._chunks(L, cfg, lambda kk, cb: self._loads(L, bc, kk, cb))
+        if cfg.persistent:
+            per = cfg.persistent * cfg.rows_per_block
+            L.open(f"for _rr in 0..cdiv({format_expr(dim_expr(R[-1]))}, {per})")
+        ext_last = R[-1]
+        row_guard = need_guard and not (isinstance(ext_last, int) and
+                                        ext_last % (cfg.rows_per_block * max(cfg.persistent, 1)) == 0)
+        if row_guard:
+            L.open(f"if {fx(rowlast)} < {format_expr(dim_expr(ext_last))}")
+        for i, r in enumerate(self.rowrefs):
+            L(f"load {px}v{i}[0:1] <- {format_expr(subst(r, rowenv))}")
+        for s, (op, _, dt) in enumerate(self.slots):
+            L(f"{px}a{s}[0:1] = {identity(op, dt)}")
+        done: set[str] = set()
+        self._rowstats(L, done)
+        loaded_all = False
+        for p in range(self.nphases):
+            slots = [s for s in range(len(self.slots)) if self.slot_phase[s] == p]
+            if cfg.cached:
+                idx = [] if loaded_all else [i for i, c in enumerate(self.colrefs)
+                                             if not (cfg.persistent and c.broadcast)]
+                loaded_all = True
+            else:
+                idx = self._needed([self.slots[s][1] for s in slots])
+
+            def chunk(kk, cb, slots=slots, idx=idx):
+                self._loads(L, idx, kk, cb)
+                for s in slots:
+                    op, arg, dt = self.slots[s]
+                    self._compute(L, f"{px}t{s}", arg, kk, cb)
+                    if self._tail(cfg):
+                        L.open(f"for _e in 0..{VW}")
+                        L.open(f"if {fx(add(cb, V('_e')))} >= {format_expr(dim_expr(self.cin_ext))}")
+                        L(f"{px}t{s}[_e:_e + 1] = {identity(op, dt)}")
+                        L.close()
+                        L.close()
+                    L(f"{px}a{s}[0:1] = {combine(op, f'{px}a{s}[0:1]', f'{px}t{s}[0:{VW}]')}")
+            self._chunks(L, cfg, chunk)
+            self._exchange(L, slots, cfg, NW)
+            self._rowstats(L, done)
+        if self.full_stores:
+            if cfg.cached:
+                idx = [] if loaded_all else [i for i, c in enumerate(self.colrefs)
+                                             if not (cfg.persistent and c.broadcast)]
+            else:
+                idx = self._needed([self._inline(self.full[n]) for n in self.full_stores])
+
+            def store(kk, cb):
+                self._loads(L, idx, kk, cb)
+                for name in self.full_stores:
+                    self._compute(L, f"{px}o_{name}", self._inline(self.full[name]), kk, cb)
+                    ext = self.types[name].shape[-1]
+                    vec = VW if VW > 1 and (not isinstance(ext, int) or ext % VW == 0) else 1
+                    parts = [self.rowenv.get(rvar(k), C(0)) for k in range(len(g.R))]
+                    parts += [V(f"_k{m}") for m in range(len(g.C) - 1)] + [(cb, VW)]
+                    attrs = f" with vec={vec}, mask" if vec > 1 else " with mask"
+                    L(f"store {region(name, parts)} <- {px}o_{name}[0:{VW}]{attrs}")
+            self._chunks(L, cfg, store)
+        if self.row_stores:
+            lead = "_l == 0" if warp_mode or NW == 1 else "_w == 0 and _l == 0"
+            L.open(f"if {lead}")
+            for name in self.row_stores:
+                L(f"{px}w_{name}[0:1] = {px}s_{name}[0:1]")
+                parts = [self.rowenv[rvar(k)] for k in range(len(g.R))]
+                L(f"store {region(name, parts)} <- {px}w_{name}[0:1]")
+            L.close()
+        if row_guard:
+            L.close()
+        if cfg.persistent:
+            if not warp_mode and NW > 1:
+                L("sync @block")
+            L.close()
+
+    def _tail(self, cfg: RowConfig) -> bool:
+        n = cfg.threads * cfg.vec
+        return not (isinstance(self.cin_ext, int) and self.cin_ext % n == 0)
+
+    def _rowstats(self, L: Lines, done: set[str]) -> None:
+        for name, _ in self.rowdefs:
+            if name in done:
+                continue
+            e = self.rowexprs[name]
+            ok = True
+            for x in _walk(e):
+                if isinstance(x, ir.Ref) and x.name.startswith("@a"):
+                    ok &= self._slot_done.get(int(x.name[2:]), False)
+                elif isinstance(x, ir.Ref) and x.name in self.rownames:
+                    ok &= x.name in done
+            if not ok:
+                continue
+            L(f"{self.px}s_{name}[0:1] = {format_expr(self._tr(e, None, None, None))}")
+            done.add(name)
+
+    def _needed(self, exprs) -> list[int]:
+        out = []
+        for i, c in enumerate(self.colrefs):
+            if any(any(isinstance(x, ir.Ref) and x == c.ref for x in _walk(e)) for e in exprs):
+                out.append(i)
+        return out
+
+    def _chunks(self, L: Lines, cfg: RowConfig, fn) -> None:
+        span = cfg.threads * cfg.vec
+        for m in range(len(self.g.C) - 1):
+            L.open(f"for _k{m} in 0..{format_expr(dim_expr(self.g.C[m]))}")
+        if cfg.cached:
+            L.open(f"for _k in 0..{cfg.cached}")
+            kk = V("_k")
+        else:
+            L.open(f"for _k in 0..cdiv({format_expr(dim_expr(self.cin_ext))}, {span})")
+            kk = C(0)
+        cb = add(mul(V("_k"), C(span)), mul(self.tid, C(cfg.vec)))
+        fn(kk, cb)
+        for _ in range(len(self.g.C)):
+            L.close()
+
+    def _env(self, cb: ir.Expr) -> dict[str, ir.Expr]:
+        env = dict(self.rowenv)
+        env.update({cvar(m): V(f"_k{m}") for m in range(len(self.g.C) - 1)})
+        env[self.cin] = cb
+        return env
+
+    def _loads(self, L: Lines, idx: list[int], kk: ir.Expr, cb: ir.Expr) -> None:
+        VW = self.cfg.vec
+        env = self._env(cb)
+        for i in idx:
+            c = self.colrefs[i]
+            dst = f"{self.px}i{i}"
+            if c.mode == "inv":
+                L(f"load {dst}[{fx(kk)}, 0:1] <- {format_expr(subst(c.ref, env))}")
+            elif c.mode == "vec":
+                parts = [subst(x, env) for x in c.ref.index[:-1]] + [(subst(c.ref.index[-1], env), VW)]
+                vec_ok = VW > 1 and c.aligned_offset and (not isinstance(c.align_ext, int) or c.align_ext % VW == 0)
+                attrs = f" with vec={VW}, mask, other=0" if vec_ok else " with mask, other=0"
+                L(f"load {dst}[{fx(kk)}, 0:{VW}] <- {region(c.ref.name, parts)}{attrs}")
+            else:
+                L.open(f"for _e in 0..{VW}")
+                L.open(f"if {fx(add(cb, V('_e')))} < {format_expr(dim_expr(self.cin_ext))}")
+                env_e = dict(env)
+                env_e[self.cin] = add(cb, V("_e"))
+                L(f"load {dst}[{fx(kk)}, _e:_e + 1] <- {format_expr(subst_simplify(c.ref, env_e))}")
+                L.close()
+                L.close()
+
+    def _compute(self, L: Lines, dst: str, e: ir.Expr, kk: ir.Expr, cb: ir.Expr) -> None:
+        VW = self.cfg.vec
+        if self.uses_cin_value(e) or any(c.mode == "elem" and c.ref in list(_walk(e)) for c in self.colrefs):
+            L.open(f"for _e in 0..{VW}")
+            L(f"{dst}[_e:_e + 1] = {format_expr(self._tr(e, kk, cb, V('_e')))}")
+            L.close()
+        else:
+            L(f"{dst}[0:{VW}] = {format_expr(self._tr(e, kk, cb, None))}")
+
+    def _tr(self, e: ir.Expr, kk, cb, elem) -> ir.Expr:
+        """Operator-layer expression → compute expression on register tiles."""
+        VW = self.cfg.vec
+        if isinstance(e, ir.Ref):
+            if e.name.startswith("@a"):
+                return tile(f"{self.px}a{e.name[2:]}", [(C(0), 1)])
+            if e.name in self.rownames:
+                return tile(f"{self.px}s_{e.name}", [(C(0), 1)])
+            if e in self.rowrefs:
+                return tile(f"{self.px}v{self.rowrefs.index(e)}", [(C(0), 1)])
+            for i, c in enumerate(self.colrefs):
+                if c.ref == e:
+                    if c.mode == "inv":
+                        return tile(f"{self.px}i{i}", [kk, (C(0), 1)])
+                    return tile(f"{self.px}i{i}", [kk, (elem, 1) if elem is not None else (C(0), VW)])
+            raise _Unsupported(f"unplanned reference {e.name}")
+        if isinstance(e, ir.Var):
+            if e.name == self.cin:
+                return simplify(add(cb, elem if elem is not None else C(0)))
+            if e.name.startswith("_c"):
+                return V(f"_k{e.name[2:]}")
+            if e.name.startswith("_r"):
+                return simplify(self.rowenv[e.name])
+            return e
+        if isinstance(e, ir.BinOp):
+            return ir.BinOp(e.op, self._tr(e.lhs, kk, cb, elem), self._tr(e.rhs, kk, cb, elem))
+        if isinstance(e, ir.UnOp):
+            return ir.UnOp(e.op, self._tr(e.operand, kk, cb, elem))
+        if isinstance(e, ir.Call):
+            return ir.Call(e.fn, tuple(self._tr(a, kk, cb, elem) for a in e.args))
+        if isinstance(e, ir.Reduce):
+            raise _Unsupported("reduction inside an element-wise value")
+        return e
+
+    def _exchange(self, L: Lines, slots: list[int], cfg: RowConfig, NW: int) -> None:
+        px = self.px
+        for s in slots:
+            op = "sum" if self.slots[s][0] == "mean" else self.slots[s][0]
+            L(f"allreduce {op} {px}a{s}[0:1] over _l")
+        if cfg.rows_per_block == 1 and NW > 1 and slots:
+            L.open("if _l == 0")
+            for s in slots:
+                L(f"copy _red{s}[_w:_w + 1] <- {px}a{s}[0:1]")
+            L.close()
+            L("sync @block")
+            for s in slots:
+                op = "sum" if self.slots[s][0] == "mean" else self.slots[s][0]
+                L(f"copy {px}x{s}[0:{NW}] <- _red{s}[0:{NW}]")
+                L(f"{px}a{s}[0:1] = {op}({px}x{s}[0:{NW}])")
+        for s in slots:
+            self._slot_done[s] = True
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def ir_aff(name: str):
+    from gir.affine import Affine
+    return Affine({name: 1}, 0)
+
+
+def subst_simplify(r: ir.Ref, env) -> ir.Ref:
+    return ir.Ref(r.name, tuple(simplify(subst(i, env)) for i in r.index))

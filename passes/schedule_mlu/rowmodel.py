@@ -1,0 +1,205 @@
+"""Row-model analysis of an operator-layer function for the MLU scheduler.
+
+A function fits the row model when every tensor is one of
+  full  [M, N]  indexed (i, j)  -- i a row variable, j a column (reduced or output) variable,
+  row   [M]     indexed (i,),
+  col   [N]     indexed (j,)   (per-column parameters such as gamma, bias),
+  scalar []     indexed (),
+all float, and every reduction reduces exactly the column variable. The analysis turns each statement into
+three-address `Op`s on values of those kinds; `lower_rows` turns the ops into explicit MLU GIR.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gir import ir
+from gir.shapes import func_info
+
+FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
+UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
+BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min", "pow": "pow"}
+
+
+class NotRowModel(Exception):
+    """The function does not fit the row model (the scheduler falls back)."""
+
+
+@dataclass(frozen=True)
+class Val:
+    kind: str          # full row col scalar const
+    name: str = ""     # value name (tensor or temporary); const: ""
+    const: float = 0.0
+
+
+@dataclass(frozen=True)
+class Op:
+    """dst = fn(args): fn is a BINOPS value, a UNARY name, 'copy', 'f32' (widening cast) or 'rsum'/'rmax'/'rmin'
+    (row reduction of one full value)."""
+    dst: Val
+    fn: str
+    args: tuple[Val, ...]
+
+
+@dataclass
+class RowModel:
+    func: ir.Func
+    m: int
+    n: int
+    ops: list[Op]
+    inputs: dict[str, str]     # param name -> kind
+    outputs: dict[str, str]    # result name -> kind
+    dtypes: dict[str, ir.DType]
+    temps: dict[str, str]      # temporary/intermediate name -> kind
+
+
+def _dim(d, sizes):
+    return d if isinstance(d, int) else sizes[d]
+
+
+def analyze_rows(func: ir.Func, sizes: dict[str, int]) -> RowModel:
+    info = func_info(func)
+    params = {p.name: p for p in func.params + func.results}
+    for p in params.values():
+        if not p.type.dtype.is_float:
+            raise NotRowModel(f"'{p.name}' is {p.type.dtype.value}")
+    m = n = None
+    kinds: dict[str, str] = {}
+    for p in params.values():
+        shape = [_dim(d, sizes) for d in p.type.shape]
+        if len(shape) == 2:
+            if m is None:
+                m, n = shape
+            elif (m, n) != tuple(shape):
+                raise NotRowModel("full tensors of different shapes")
+            kinds[p.name] = FULL
+        elif len(shape) > 2:
+            raise NotRowModel("rank > 2")
+    if m is None:
+        raise NotRowModel("no [M, N] tensor")
+    b = _Builder(m, n, info, kinds, sizes)
+    for st in info.stmts:
+        b.stmt(st)
+    for p in func.params + func.results:
+        shape = [_dim(d, sizes) for d in p.type.shape]
+        k = kinds.get(p.name)
+        want = {FULL: [m, n], ROW: [m], COL: [n], SCALAR: []}.get(k)
+        if k is not None and want != shape:
+            raise NotRowModel(f"'{p.name}' has shape {shape}, expected {want} for a {k} tensor")
+    return RowModel(func, m, n, b.ops, {p.name: kinds.get(p.name, SCALAR) for p in func.params},
+                    {p.name: kinds[p.name] for p in func.results}, {p.name: p.type.dtype for p in params.values()},
+                    b.temps)
+
+
+class _Builder:
+    def __init__(self, m, n, info, kinds, sizes):
+        self.m, self.n, self.info, self.kinds, self.sizes = m, n, info, kinds, sizes
+        self.ops: list[Op] = []
+        self.temps: dict[str, str] = {}
+        self.count = 0
+
+    def fresh(self, kind: str) -> Val:
+        self.count += 1
+        name = f"v{self.count}"
+        self.temps[name] = kind
+        return Val(kind, name)
+
+    def stmt(self, st) -> None:
+        out = st.out_vars
+        if len(out) == 2:
+            row, col, kind = out[0], out[1], FULL
+        elif len(out) == 1:
+            row, col, kind = out[0], None, ROW
+        else:
+            raise NotRowModel("scalar result")
+        self.reduce_no = 0
+        self.st = st
+        val = self.expr(st.stmt.value, row, col)
+        if _rank(val.kind) > _rank(kind):
+            raise NotRowModel("value has more axes than its target")
+        name = st.stmt.target.name
+        if name in self.kinds and self.kinds[name] != kind:
+            raise NotRowModel(f"'{name}' used as {self.kinds[name]} and {kind}")
+        self.kinds[name] = kind
+        if name not in self.info.func.results and all(p.name != name for p in self.info.func.params):
+            self.temps[name] = kind
+        last = self.ops[-1] if self.ops else None
+        if last is not None and last.dst == val and val.kind == kind and val.name in self.temps \
+                and val.name.startswith("v"):
+            del self.temps[val.name]           # the statement's value is computed straight into its target
+            self.ops[-1] = Op(Val(kind, name), last.fn, last.args)
+        else:
+            self.ops.append(Op(Val(kind, name), "copy", (val,)))
+
+    def expr(self, e, row, col) -> Val:
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, bool):
+                raise NotRowModel("bool constant")
+            return Val(CONST, const=float(e.value))
+        if isinstance(e, ir.Var):
+            if e.name in self.sizes:
+                return Val(CONST, const=float(self.sizes[e.name]))
+            raise NotRowModel("index variable used as a value")
+        if isinstance(e, ir.Ref):
+            return self.ref(e, row, col)
+        if isinstance(e, ir.UnOp):
+            if e.op != "-":
+                raise NotRowModel("logical not")
+            return self.apply("neg", [self.expr(e.operand, row, col)])
+        if isinstance(e, ir.BinOp):
+            if e.op not in BINOPS:
+                raise NotRowModel(f"operator {e.op}")
+            return self.apply(BINOPS[e.op], [self.expr(e.lhs, row, col), self.expr(e.rhs, row, col)])
+        if isinstance(e, ir.Call):
+            if e.fn in ("f32",):
+                return self.expr(e.args[0], row, col)
+            if e.fn in UNARY:
+                return self.apply(e.fn, [self.expr(e.args[0], row, col)])
+            if e.fn in BINOPS and len(e.args) == 2:
+                return self.apply(BINOPS[e.fn], [self.expr(a, row, col) for a in e.args])
+            raise NotRowModel(f"function {e.fn}")
+        if isinstance(e, ir.Reduce):
+            bound = self.st.reduce_vars.get(self.reduce_no, ())
+            self.reduce_no += 1
+            if len(bound) != 1 or col is not None:
+                raise NotRowModel("reduction not over exactly the column axis")
+            arg = self.expr(e.arg, row, bound[0])
+            if arg.kind != FULL:
+                arg = self.apply("add", [arg, Val(CONST, const=0.0)], force=FULL)
+            if e.op not in ("sum", "max", "min", "mean"):
+                raise NotRowModel(f"reduction {e.op}")
+            dst = self.fresh(ROW)
+            self.ops.append(Op(dst, "r" + ("sum" if e.op == "mean" else e.op), (arg,)))
+            if e.op == "mean":
+                return self.apply("mul", [dst, Val(CONST, const=1.0 / self.n)])
+            return dst
+        raise NotRowModel(f"expression {type(e).__name__}")
+
+    def ref(self, e: ir.Ref, row, col) -> Val:
+        idx = []
+        for i in e.index:
+            if not isinstance(i, ir.Var):
+                raise NotRowModel("non-trivial index")
+            idx.append(i.name)
+        pattern = {(): SCALAR, (row,): ROW, (col,): COL, (row, col): FULL}
+        kind = pattern.get(tuple(idx)) if None not in idx else None
+        if kind is None or (col is None and kind in (COL, FULL)):
+            raise NotRowModel(f"access pattern {e.name}{idx}")
+        known = self.kinds.setdefault(e.name, kind)
+        if known != kind:
+            raise NotRowModel(f"'{e.name}' used as {known} and {kind}")
+        return Val(kind, e.name)
+
+    def apply(self, fn, args, force=None) -> Val:
+        if all(a.kind == CONST for a in args) and force is None:
+            raise NotRowModel("constant expression")
+        kind = max((a.kind for a in args), key=_rank)
+        if {a.kind for a in args} >= {ROW, COL}:
+            kind = FULL
+        kind = force or kind
+        dst = self.fresh(kind)
+        self.ops.append(Op(dst, fn, tuple(args)))
+        return dst
+
+
+def _rank(kind: str) -> int:
+    return {CONST: 0, SCALAR: 1, ROW: 2, COL: 2, FULL: 3}[kind]

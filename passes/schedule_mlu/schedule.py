@@ -1,0 +1,102 @@
+"""Top-level MLU scheduling: specialise sizes, pick a strategy, build and verify the explicit function."""
+from __future__ import annotations
+
+import dataclasses
+
+from gir import ir
+from gir.shapes import func_info
+from gir.verifier import verify_module
+from passes.schedule_mlu.fallback import scalar_kernel
+from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+from passes.schedule_mlu.placement import solve_placement
+from passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
+
+MODES = ("fused", "opbyop", "scalar")
+
+
+def _concrete(t: ir.TensorType, sizes) -> ir.TensorType:
+    return ir.TensorType(t.dtype, tuple(d if isinstance(d, int) else sizes[d] for d in t.shape))
+
+
+def specialize(func: ir.Func, sizes: dict[str, int]) -> ir.Func:
+    """The same function with every size symbol replaced by its value (MLU kernels have static tiles)."""
+    missing = [s for s in func.size_symbols() if s not in sizes]
+    if missing:
+        from gir.errors import GirError
+        raise GirError(f"the MLU target needs values for sizes {', '.join(missing)} (use --size)", func.loc)
+    ps = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.params)
+    rs = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.results)
+    body = tuple(dataclasses.replace(s, value=_fold_sizes(s.value, sizes),
+                                     target=_fold_sizes(s.target, sizes)) if isinstance(s, ir.Assign) else s
+                 for s in func.body)
+    return dataclasses.replace(func, params=ps, results=rs, body=body)
+
+
+def _fold_sizes(e, sizes):
+    """Size symbols used as values or in index expressions become constants."""
+    if isinstance(e, ir.Var):
+        return ir.Const(sizes[e.name], loc=e.loc) if e.name in sizes else e
+    if isinstance(e, ir.Ref):
+        return dataclasses.replace(e, index=tuple(_fold_sizes(i, sizes) for i in e.index))
+    if isinstance(e, ir.BinOp):
+        return dataclasses.replace(e, lhs=_fold_sizes(e.lhs, sizes), rhs=_fold_sizes(e.rhs, sizes))
+    if isinstance(e, ir.UnOp):
+        return dataclasses.replace(e, operand=_fold_sizes(e.operand, sizes))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(_fold_sizes(a, sizes) for a in e.args))
+    if isinstance(e, ir.Reduce):
+        return dataclasses.replace(e, arg=_fold_sizes(e.arg, sizes))
+    return e
+
+
+def _single(func: ir.Func, st, types, k: int) -> ir.Func:
+    """A one-statement function (for op-by-op scheduling)."""
+    target = st.stmt.target.name
+    names = []
+    for x in _refs(st.stmt.value):
+        if x not in names and x != target:
+            names.append(x)
+    params = tuple(ir.Param(x, types[x]) for x in names)
+    return ir.Func(f"{func.name}_s{k}", params, (ir.Param(target, types[target]),), (st.stmt,))
+
+
+def _refs(e):
+    from gir.shapes import _walk
+    return [x.name for x in _walk(e) if isinstance(x, ir.Ref)]
+
+
+def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allow_sram: bool = True,
+                 tasks: int = 32, max_rows: int = 64) -> ir.Func:
+    """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model."""
+    spec = specialize(func, sizes)
+    info = func_info(spec)
+    types = dict(info.types)
+    items: list = []
+    if mode == "fused":
+        try:
+            model = analyze_rows(spec, {})
+            pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows)
+            items.append(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), f"{func.name}_mlu"))
+        except NotRowModel:
+            mode = "opbyop"
+    if mode in ("opbyop", "scalar"):
+        results = {p.name for p in spec.results}
+        for k, st in enumerate(info.stmts):
+            target = st.stmt.target.name
+            if target not in results and not any(isinstance(i, ir.Alloc) and i.name == target for i in items):
+                items.append(ir.Alloc(target, types[target], ir.Level.gdram))
+            kernel = None
+            if mode == "opbyop":
+                try:
+                    sub = _single(spec, st, types, k)
+                    model = analyze_rows(sub, {})
+                    pl = solve_placement(model, tasks=tasks, allow_sram=False, max_rows=max_rows)
+                    kernel = lower_rows(model, RowPlan(pl.rows, tasks), f"{func.name}_k{k}")
+                except NotRowModel:
+                    kernel = None
+            if kernel is None:
+                kernel = scalar_kernel(st, types, sizes, f"{func.name}_k{k}", tasks)
+            items.append(kernel)
+    out = dataclasses.replace(spec, body=tuple(items))
+    verify_module(ir.Module((out,)))
+    return out

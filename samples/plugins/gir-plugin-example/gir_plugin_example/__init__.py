@@ -1,0 +1,4 @@
+"""An example GIR pass plugin. The pass is found through the `gir.passes` entry point in pyproject.toml."""
+from gir_plugin_example.strength_reduce import StrengthReduce
+
+__all__ = ["StrengthReduce"]

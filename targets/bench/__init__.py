@@ -1,0 +1,1 @@
+"""`gir bench`: suites of memory-bound operators, per-target measurement, reports and plots."""

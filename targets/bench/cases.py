@@ -1,0 +1,58 @@
+"""Benchmark suites: which operators at which sizes. Shapes follow public practice
+(Triton tutorials, QuACK, Apex, KernelBench); `--quick` sizes keep CI short."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from targets.bench.programs import PROGRAMS, program_text
+
+DTYPES = ("f32", "f16", "bf16")
+
+
+@dataclass(frozen=True)
+class Case:
+    suite: str
+    op: str
+    dtype: str
+    sizes: dict[str, int] = field(hash=False)
+    source: str = field(default="", hash=False)
+    filename: str = "<bench>"
+
+    @property
+    def label(self) -> str:
+        dims = "x".join(str(v) for v in self.sizes.values())
+        return f"{self.op}[{dims}] {self.dtype}"
+
+
+_R3 = (128, 4096, 4095)
+
+FULL: dict[str, list[tuple[str, dict[str, int]]]] = {
+    "softmax": [(op, {"M": 4096, "N": n}) for op in ("softmax", "log_softmax")
+                for n in (256, 1024, 1025, 4096, 12672, 32768)],
+    "norm": [(op, {"M": 32768, "N": n}) for op in ("layernorm", "rmsnorm")
+             for n in (768, 1024, 4096, 5120, 8192, 16384)],
+    "reduce": [(f"{r}_{ax}", dict(zip("ABC", _R3))) for r in ("sum", "mean", "max") for ax in ("dim1", "last")],
+    "transpose": [("transpose", {"M": 8192, "N": 8192}),
+                  ("permute0213", {"B": 8, "S": 2048, "H": 32, "D": 128})],
+    "elementwise": [("bias_gelu", {"M": 8192, "N": 8192}), ("chain5", {"M": 8192, "N": 8192})],
+}
+
+QUICK: dict[str, list[tuple[str, dict[str, int]]]] = {
+    "softmax": [(op, {"M": 64, "N": n}) for op in ("softmax", "log_softmax") for n in (256, 1025)],
+    "norm": [(op, {"M": 64, "N": n}) for op in ("layernorm", "rmsnorm") for n in (768, 1000)],
+    "reduce": [(f"{r}_{ax}", {"A": 4, "B": 64, "C": 63}) for r in ("sum", "mean", "max") for ax in ("dim1", "last")],
+    "transpose": [("transpose", {"M": 96, "N": 65}), ("permute0213", {"B": 2, "S": 16, "H": 4, "D": 32})],
+    "elementwise": [("bias_gelu", {"M": 64, "N": 1000}), ("chain5", {"M": 64, "N": 1000})],
+}
+
+SUITE_NAMES = tuple(FULL) + ("all",)
+
+
+def suite_cases(suite: str, quick: bool = False, dtypes=DTYPES) -> list[Case]:
+    table = QUICK if quick else FULL
+    names = list(table) if suite == "all" else [suite]
+    return [Case(name, op, dt, dict(sizes), program_text(op, dt), f"<bench:{op}:{dt}>")
+            for name in names for op, sizes in table[name] for dt in dtypes]
+
+
+assert all(op in PROGRAMS for table in (FULL, QUICK) for cases in table.values() for op, _ in cases)

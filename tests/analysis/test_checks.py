@@ -1,0 +1,132 @@
+"""Each check: a kernel that passes and a planted bug that fails with the right name and a counterexample."""
+import pytest
+
+from gir.errors import GirError
+from gir.parser import parse_text
+from passes.analysis.checks import check_kernel, check_module
+from tests.analysis.conftest import load, load_text
+
+
+def errors(func, **kw):
+    return [d for d in check_kernel(func, func.kernels[0], **kw) if d.severity == "error"]
+
+
+def only(diags, check):
+    assert diags and all(d.check == check for d in diags), [d.format() for d in diags]
+    return diags
+
+
+@pytest.mark.parametrize("name", ["softmax_rows", "copy_tail_masked", "copy_scalar", "shared_tile_ok",
+                                  "colsum_strided"])
+def test_good_kernels_pass(name):
+    assert errors(load(name)) == []
+
+
+def test_bounds_tail():
+    ds = only(errors(load("copy_tail_oob")), "bounds")
+    assert {d.message.split("'")[1] for d in ds} == {"x", "y"}
+    cex = ds[0].cex
+    assert 4 * cex["t@1"] + 3 >= 1000 and cex["M"] >= 1 and "t@1" in ds[0].format()
+
+
+def test_missing_barrier_is_a_race():
+    ds = only(errors(load("softmax_no_barrier")), "race")
+    cex = ds[0].cex
+    assert cex["b@1"] == cex["b@2"] and cex["w@1"] != cex["w@2"]  # same block, other warp
+    assert "red" in ds[0].message
+
+
+GLOBAL_RACE = """
+func f(x: f32[M, 64]) -> (y: f32[M]) {
+  kernel k {
+    parallel b in 0..M @block {
+      parallel t in 0..64 @thread {
+        alloc r: f32[1] @reg
+        load r[0:1] <- x[b, t:t + 1]
+        store y[b:b + 1] <- r[0:1]
+      }
+    }
+  }
+}
+"""
+
+
+def test_global_write_write_race():
+    ds = only(errors(load_text(GLOBAL_RACE)), "race")
+    assert ds[0].cex["t@1"] != ds[0].cex["t@2"] and "write/write" in ds[0].message
+    fixed = load_text(GLOBAL_RACE.replace("store y[b:b + 1] <- r[0:1]",
+                                          "if t == 0 {\n store y[b:b + 1] <- r[0:1]\n }"))
+    assert errors(fixed) == []
+
+
+LOOP_RACE = """
+func f(x: f32[M, 256]) -> (y: f32[M, 256]) {
+  kernel k {
+    parallel b in 0..M @block {
+      alloc buf: f32[256] @shared
+      parallel t in 0..256 @thread {
+        alloc r: f32[1] @reg
+        for k in 0..4 {
+          load r[0:1] <- x[b, t:t + 1]
+          copy buf[t:t + 1] <- r[0:1]
+          sync @block
+          copy r[0:1] <- buf[255 - t:256 - t]
+          SYNC
+        }
+        store y[b, t:t + 1] <- r[0:1]
+      }
+    }
+  }
+}
+"""
+
+
+def test_loop_carried_race_needs_second_barrier():
+    ds = only(errors(load_text(LOOP_RACE.replace("SYNC", ""))), "race")
+    assert abs(ds[0].cex["k@1"] - ds[0].cex["k@2"]) == 1  # read of iteration k, write of k+1
+    assert errors(load_text(LOOP_RACE.replace("SYNC", "sync @block"))) == []
+
+
+def test_divergent_barrier():
+    ds = only(errors(load("softmax_divergent_barrier")), "barrier")
+    assert ds[0].cex["l@1"] != ds[0].cex["l@2"]
+
+
+def test_misaligned_float4():
+    ds = only(errors(load("copy_misaligned")), "alignment")
+    assert ds[0].cex["N"] % 4 != 0
+    assert errors(load("copy_misaligned"), sizes={"M": 3, "N": 1024}) == []
+    assert errors(load("copy_misaligned"), sizes={"M": 3, "N": 1025})[0].check == "alignment"
+
+
+def test_overflow_at_2_pow_31_elements():
+    f = load("softmax_rows")
+    ds = only(errors(f, sizes={"M": 2 ** 21}), "overflow")  # 2**21 rows of 1024 = 2**31 elements
+    assert ds[0].cex == {"M": 2 ** 21}
+    assert errors(f, sizes={"M": 2 ** 21 - 1}) == []
+    warn = [d for d in check_kernel(f, f.kernels[0]) if d.check == "overflow"]
+    assert [d.severity for d in warn] == ["warning"]
+    assert 1024 * warn[0].cex["M"] >= 2 ** 31
+    assert errors(f, strict=True)[0].check == "overflow"
+
+
+def test_int64_kernel_does_not_overflow():
+    text = open(load("softmax_rows").loc.file).read().replace("kernel softmax_rows {",
+                                                               "kernel softmax_rows with index=int64 {")
+    f = load_text(text)
+    assert errors(f, sizes={"M": 2 ** 22}, strict=True) == []
+
+
+def test_shared_capacity():
+    ds = only(errors(load("shared_tile_too_big")), "capacity")
+    assert "51200" in ds[0].message
+    assert errors(load("shared_tile_too_big"), target="cuda-optin") == []
+    assert errors(load("shared_tile_too_big"), target="hip") == []  # 64 KiB LDS
+
+
+def test_check_module_raises_located_error():
+    from tests.analysis.conftest import KERNELS
+    module = parse_text((KERNELS / "copy_tail_oob.gir").read_text(), "oob.gir")
+    with pytest.raises(GirError) as exc:
+        check_module(module)
+    assert "oob.gir:7:" in exc.value.format() and "[bounds]" in exc.value.format()

@@ -1,0 +1,158 @@
+"""`gir --help`, `gir check`, `gir fmt` (--check, -i) and `gir eval` exit codes and messages."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gir.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SOFTMAX = ROOT / "samples" / "softmax.gir"
+EXPLICIT = ROOT / "samples" / "explicit" / "softmax_rows.gir"
+MESSY = "func f(x: f32[N])->(y:f32[N]){\n   y[i]=((x[i]*2.0))+  -1.0   # comment\n}\n"
+
+
+def gir(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_help_shows_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "gir check" in out and "gir eval" in out
+    for cmd in ("check", "fmt", "eval"):
+        assert cmd in out
+
+
+def test_check_exit_codes(capsys, tmp_path):
+    assert gir(capsys, "check", SOFTMAX, EXPLICIT)[0] == 0
+    bad = tmp_path / "bad.gir"
+    bad.write_text("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = q[i]\n}\n")
+    rc, out, err = gir(capsys, "check", SOFTMAX, bad)
+    assert rc == 1 and f"{SOFTMAX}: ok" in out
+    assert err.startswith(f"{bad}:2:10: error: undefined tensor 'q'")
+    rc, out, err = gir(capsys, "check", "-q", SOFTMAX)
+    assert rc == 0 and out == ""
+
+
+def test_missing_file_is_a_clean_error(capsys, tmp_path):
+    missing = tmp_path / "nope.gir"
+    for cmd in ("check", "fmt", "eval"):
+        rc, _, err = gir(capsys, cmd, missing)
+        assert rc == 1
+        assert err.strip().splitlines() == [f"error: cannot read {missing}: No such file or directory"]
+
+
+def test_fmt_prints_canonical_and_is_idempotent(capsys, tmp_path):
+    f = tmp_path / "messy.gir"
+    f.write_text(MESSY)
+    rc, out, _ = gir(capsys, "fmt", f)
+    assert rc == 0
+    assert out == "func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i] * 2.0 + -1.0\n}\n"
+    f2 = tmp_path / "canon.gir"
+    f2.write_text(out)
+    assert gir(capsys, "fmt", f2)[1] == out
+    assert gir(capsys, "fmt", "--check", f2)[0] == 0
+
+
+def test_fmt_check_and_in_place(capsys, tmp_path):
+    f = tmp_path / "messy.gir"
+    f.write_text(MESSY)
+    rc, _, err = gir(capsys, "fmt", "--check", f)
+    assert rc == 1 and "not in canonical form" in err
+    assert f.read_text() == MESSY  # --check never writes
+    assert gir(capsys, "fmt", "-i", f)[0] == 0
+    assert f.read_text() != MESSY
+    assert gir(capsys, "fmt", "--check", f)[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["messy.gir"]  # no temporary left behind
+
+
+@pytest.mark.parametrize("sample", [SOFTMAX, EXPLICIT])
+def test_fmt_in_place_keeps_meaning(capsys, tmp_path, sample):
+    from gir.parser import parse_file
+
+    f = tmp_path / sample.name
+    shutil.copy(sample, f)
+    assert gir(capsys, "fmt", "-i", f)[0] == 0
+    assert parse_file(f) == parse_file(sample)
+    assert gir(capsys, "fmt", "--check", f)[0] == 0
+
+
+def test_fmt_syntax_error(capsys, tmp_path):
+    f = tmp_path / "bad.gir"
+    f.write_text("func f( -> {\n")
+    rc, _, err = gir(capsys, "fmt", "-i", f)
+    assert rc == 1 and f"{f}:1:9: error: syntax error" in err
+    assert f.read_text() == "func f( -> {\n"
+
+
+def test_eval_prints_summary(capsys):
+    rc, out, _ = gir(capsys, "eval", SOFTMAX, "--sizes", "M=3,N=5")
+    assert rc == 0 and out.startswith("y: float32[3, 5]") and "sum=3" in out  # softmax rows sum to 1
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ("M=3", "error: size N of input 'x' is not given (use --sizes N=...)"),
+    ("M3,N=4", "error: bad --sizes entry 'M3': expected NAME=INT (e.g. M=4,N=7)"),
+    ("M=3,N=x", "error: bad --sizes entry 'N=x': expected NAME=INT (e.g. M=4,N=7)"),
+    ("M=0,N=2", "error: size M=0 must be at least 1"),
+])
+def test_eval_size_errors_are_one_liners(capsys, tmp_path, sizes, message):
+    out_file = tmp_path / "out.npz"
+    rc, _, err = gir(capsys, "eval", SOFTMAX, "--sizes", sizes, "-o", out_file)
+    assert rc == 1
+    assert err.strip().splitlines() == [message]
+    assert not out_file.exists()
+
+
+def test_eval_output_npz_atomic(capsys, tmp_path):
+    out_file = tmp_path / "res" / "out.npz"
+    rc, _, _ = gir(capsys, "eval", SOFTMAX, "--sizes", "M=2,N=7", "-o", out_file, "--precision", "f32")
+    assert rc == 0
+    with np.load(out_file) as data:
+        assert data.files == ["y"] and data["y"].shape == (2, 7)
+        np.testing.assert_allclose(data["y"].sum(1), 1.0, rtol=1e-5)
+    # a failing run (index out of bounds at evaluation time) leaves the old file untouched and no temporaries
+    bad = tmp_path / "oob.gir"
+    bad.write_text("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i + 1]\n}\n")
+    before = out_file.read_bytes()
+    rc, _, err = gir(capsys, "eval", bad, "--sizes", "N=4", "-o", out_file)
+    assert rc == 1 and "out of bounds" in err and "Traceback" not in err
+    assert out_file.read_bytes() == before
+    assert sorted(p.name for p in out_file.parent.iterdir()) == ["out.npz"]
+
+
+def test_eval_inputs_npz(capsys, tmp_path):
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    inp, out_file = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inp, x=x)
+    assert gir(capsys, "eval", SOFTMAX, "--inputs", inp, "-o", out_file)[0] == 0
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    with np.load(out_file) as data:
+        np.testing.assert_allclose(data["y"], e / e.sum(1, keepdims=True), rtol=1e-6)
+    rc, _, err = gir(capsys, "eval", SOFTMAX, "--inputs", tmp_path / "missing.npz")
+    assert rc == 1 and err.startswith("error: cannot read inputs")
+
+
+def test_eval_explicit_function_is_refused(capsys):
+    rc, _, err = gir(capsys, "eval", EXPLICIT, "--sizes", "M=2")
+    assert rc == 1 and "holds kernels" in err and "Traceback" not in err
+
+
+def test_subprocess_entry_point(tmp_path):
+    bad = tmp_path / "bad.gir"
+    bad.write_text("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]\n")
+    proc = subprocess.run([sys.executable, "-m", "gir.cli", "check", str(bad)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{bad}:2:14: error: syntax error: unexpected end of input" in proc.stderr
+    assert "missing '}'" in proc.stderr
