@@ -14,7 +14,7 @@ class CudaPrinter(CStylePrinter):
         "include": "",
         "include_f16": "#include <cuda_fp16.h>",
         "include_bf16": "#include <cuda_bf16.h>",
-        "kernel": 'extern "C" __global__ void __launch_bounds__({threads}) {name}({params})',
+        "kernel": 'extern "C" __global__ void __launch_bounds__({threads}, 1) {name}({params})',
         "shared": "__shared__",
         "thread_idx": "threadIdx.{}",
         "block_idx": "blockIdx.{}",

@@ -18,7 +18,6 @@ from codegen.launch import LaunchPlan, extent_expr, plan_launch
 from gir import ir
 from gir.affine import Affine, free_vars, to_affine
 from gir.errors import GirError
-from gir.printer import format_expr
 
 MAX_UNROLL = 64  # loops with a constant trip count up to this get `#pragma unroll`
 MAX_TILE = 1024  # elements per instruction (regions are unrolled element by element)
@@ -448,4 +447,4 @@ def describe_grid(plan: LaunchPlan) -> list[str]:
     return [plan.grid_text(d) for d in range(3)]
 
 
-__all__ = ["KernelLowerer", "describe_grid", "format_expr"]
+__all__ = ["KernelLowerer", "describe_grid"]

@@ -11,7 +11,7 @@ from gir.verify_kernel import Buffer, KernelVerifier
 
 
 def verify_func(func: ir.Func, diag: DiagnosticCollector) -> None:
-    analyze_func(func, diag)
+    info = analyze_func(func, diag)
     sizes = set(func.size_symbols())
     buffers = {p.name: Buffer(p.name, p.type, ir.Level.global_) for p in func.params + func.results}
     kernel_names: set[str] = set()
@@ -24,6 +24,10 @@ def verify_func(func: ir.Func, diag: DiagnosticCollector) -> None:
                 if isinstance(d, str) and d not in sizes:
                     diag.error(f"size '{d}' of '{item.name}' is not the size of any input", item.type.loc or item.loc)
             buffers[item.name] = Buffer(item.name, item.type, item.level)
+        elif isinstance(item, ir.Assign) and item.target.name in info.types and item.target.name not in buffers:
+            # an operator-layer intermediate is a global tensor that later kernels may read
+            name = item.target.name
+            buffers[name] = Buffer(name, info.types[name], ir.Level.global_)
         elif isinstance(item, ir.Kernel):
             if item.name in kernel_names:
                 diag.error(f"duplicate kernel name '{item.name}'", item.loc)

@@ -356,11 +356,12 @@ class _KernelEmitter:
         if b.level != "nram":
             raise GirError(f"compute operands live in @nram, '{e.name}' is @{b.level}", e.loc)
         ptr, dt = self._ptr(e.name), b.dtype.value
+        base = f"{self.cur[e.name]} * {b.phys}" if b.double and e.name in self.cur else "0"
         if not self._vector_buf(e):
-            return Opd(SCALAR, value=f"{ptr}[0]", dtype=dt)
+            return Opd(SCALAR, value=f"{e.name}[{base}]" if base != "0" else f"{e.name}[0]", dtype=dt)
         lens = [_const_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
         if L.is_rowvec(b.shape):
-            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt)
+            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base)
         if len(b.shape) == 1:
             return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
         return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=L.pitch(b.shape), cols=lens[1],

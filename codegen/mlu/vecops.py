@@ -32,6 +32,11 @@ class Opd:
     prow: int = 1        # physical rows of a full tile
     value: str = ""      # scalar / const C text
     dtype: str = "f32"
+    name: str = ""       # buffer name and element offset of the current slot (for element reads `name[base + r]`)
+    base: str = "0"
+
+    def at(self, i: str) -> str:
+        return f"{self.name}[{i}]" if self.base == "0" else f"{self.name}[{self.base} + {i}]"
 
 
 class VecEmitter:
@@ -80,7 +85,7 @@ class VecEmitter:
             self.out.append(f"__bang_cycle_add({dst.ptr}, {dst.ptr}, {a.ptr}, {dst.length}, {dst.pitch});")
         elif a.kind == ROW:
             self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
-                            f"{{ __bang_write_value({dst.ptr} + r_ * {dst.pitch}, {dst.pitch}, {a.ptr}[r_]); }}")
+                            f"{{ __bang_write_value({dst.ptr} + r_ * {dst.pitch}, {dst.pitch}, {a.at('r_')}); }}")
         else:
             self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
 
@@ -147,7 +152,7 @@ class VecEmitter:
             fn = "r" + fn
         p = dst.pitch
         self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
-                        f"{{ __bang_{fn}_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, {row.ptr}[r_], {p}); }}")
+                        f"{{ __bang_{fn}_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, {row.at('r_')}, {p}); }}")
 
     def reduce(self, dst: Opd, e: ir.Reduce, a: Opd) -> None:
         if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors

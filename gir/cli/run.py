@@ -107,8 +107,11 @@ def _execute(target, func, inputs, sizes, races):
         return runner(func, inputs, sizes, warp_size=target.warp_size, check_races=races)
     try:
         return runner(func, inputs, sizes)
-    except GirError:
-        raise
+    except GirError as exc:
+        if "device" not in exc.message.lower():
+            raise
+        print(f"gir: {exc.message}", file=sys.stderr)
+        return None
     except Exception as exc:  # a device or driver failure, not a bad program
         what = "no CUDA device available" if target.name == "cuda" else f"target '{target.name}' failed"
         print(f"gir: {what}: {exc}", file=sys.stderr)

@@ -73,4 +73,4 @@ func chain5(x: {dt}[M, N]) -> (y: {dt}[M, N]) {
 
 def program_text(op: str, dtype: str) -> str:
     """GIR source of benchmark operator `op` in element type `dtype` (f32, f16, bf16)."""
-    return PROGRAMS[op].format(dt=dtype).lstrip("\n")
+    return PROGRAMS[op].replace("{dt}", dtype).lstrip("\n")

@@ -223,6 +223,8 @@ class _KernelCompiler:
             off = ptr.off
             if off < 0 or off + size > ptr.region.size:
                 raise MluError(f"element store at byte {off} is out of bounds of {ptr.region.describe()}")
+            if ptr.region.data is None:  # timing-only mode: no values
+                return
             ptr.region.data[off:off + size].view(elem.dtype)[0] = conv(value) if conv else value
         return run
 

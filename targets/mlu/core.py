@@ -30,7 +30,7 @@ class CoreCtx:
     """One task (one core) of a launch."""
 
     def __init__(self, machine: MluMachine, task_id: int, task_dim: int, cluster_id: int, cluster_dim: int,
-                 core_id: int, buffers: list[Ptr], barrier_hook):
+                 core_id: int, buffers: list[Ptr], barrier_hook, values: bool = True):
         self.machine = machine
         self.task_id = task_id
         self.task_dim = task_dim
@@ -39,6 +39,7 @@ class CoreCtx:
         self.core_id = core_id
         self.core_dim = machine.cores_per_cluster
         self.buffers = buffers
+        self.values = values  # False: timing-only mode, regions hold no data (see shapeonly.py)
         self._barrier_hook = barrier_hook
         self.trace: list[tuple] = []
         self.sc = 0  # scalar statements executed since the last flush

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import syntax as S
 from .errors import MluError, Span
+from .shapeonly import UNKNOWN
 from .lang import (BUILTIN_CONSTS, BUILTIN_VARS, DIRECTIONS, ELEM_TYPES, INT_MAX, INT_MIN, SCALAR_FUNCS, ElemType,
                    c_div, c_mod)
 
@@ -75,6 +76,8 @@ def converter(target: Type, source: Type, span: Span, what: str) -> Callable[[ob
         return None
     if target.kind == "int":
         def to_int(v):
+            if v is UNKNOWN:  # timing-only mode: stays unknown until it decides something
+                return v
             if type(v) is float:
                 if not math.isfinite(v):
                     raise MluError(f"{what}: cannot convert {v} to int", span)
@@ -86,7 +89,7 @@ def converter(target: Type, source: Type, span: Span, what: str) -> Callable[[ob
     if target.elem.name == "float" and source.kind == "float" and source.elem.name == "float":
         return None
     round_to = rounder(target.elem)
-    return lambda v: round_to(float(v))
+    return lambda v: v if v is UNKNOWN else round_to(float(v))
 
 
 class ExprCompiler:
@@ -154,6 +157,8 @@ class ExprCompiler:
             off = ptr.off
             if off < 0 or off + size > ptr.region.size:
                 raise MluError(f"element access at byte {off} is out of bounds of {ptr.region.describe()}", span)
+            if ptr.region.data is None:  # timing-only mode
+                return UNKNOWN
             return to_py(ptr.region.data[off:off + size].view(elem.dtype)[0])
         return load, Type("float" if elem.is_float else "int", elem), None
 
@@ -261,9 +266,17 @@ class ExprCompiler:
             return _const(value), typ, value
         if arity == 1:
             (a,) = fns
-            return (lambda c, f: cast(impl(a(c, f)))), typ, None
+
+            def call1(c, f):
+                x = a(c, f)
+                return x if x is UNKNOWN else cast(impl(x))
+            return call1, typ, None
         a, b = fns
-        return (lambda c, f: cast(impl(a(c, f), b(c, f)))), typ, None
+
+        def call2(c, f):
+            x, y = a(c, f), b(c, f)
+            return UNKNOWN if x is UNKNOWN or y is UNKNOWN else cast(impl(x, y))
+        return call2, typ, None
 
 
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
@@ -283,6 +296,8 @@ def _int_op(op: str, span: Span):
         base = c_div if op == "/" else c_mod
 
         def checked(a, b):
+            if a is UNKNOWN or b is UNKNOWN:
+                return UNKNOWN
             if b == 0:
                 raise MluError("integer division by zero", span)
             return base(a, b)
@@ -291,11 +306,12 @@ def _int_op(op: str, span: Span):
 
 
 def _float_div(a, b):
-    if b == 0:
+    try:
+        return a / b  # UNKNOWN (timing-only mode) on either side gives UNKNOWN
+    except ZeroDivisionError:
         if a == 0 or a != a:
             return math.nan
         return math.copysign(math.inf, a) * math.copysign(1.0, b)
-    return a / b
 
 
 def _float_op(op: str):
@@ -304,6 +320,7 @@ def _float_op(op: str):
 
 _ARITH = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
-    ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    # comparisons give int 0/1 (``+ 0`` rather than ``int()`` keeps UNKNOWN unknown in timing-only mode)
+    "<": lambda a, b: (a < b) + 0, "<=": lambda a, b: (a <= b) + 0, ">": lambda a, b: (a > b) + 0,
+    ">=": lambda a, b: (a >= b) + 0, "==": lambda a, b: (a == b) + 0, "!=": lambda a, b: (a != b) + 0,
 }

@@ -18,20 +18,17 @@ from .lang import GDRAM, SPACE_NAMES, ElemType
 class Region:
     """A contiguous piece of one memory space. ``addr`` is its (virtual) address, used for alignment checks."""
 
-    __slots__ = ("name", "space", "data", "addr", "uid")
+    __slots__ = ("name", "space", "data", "addr", "uid", "size")
     _next_uid = 0
 
-    def __init__(self, name: str, space: str, data: np.ndarray, addr: int):
+    def __init__(self, name: str, space: str, data: np.ndarray | None, addr: int, size: int | None = None):
         self.name = name
         self.space = space
-        self.data = data
+        self.data = data  # None in timing-only mode (``size`` bytes, no values)
         self.addr = addr
+        self.size = data.size if size is None else size
         Region._next_uid += 1
         self.uid = Region._next_uid
-
-    @property
-    def size(self) -> int:
-        return self.data.size
 
     def describe(self) -> str:
         kind = "argument" if self.space == GDRAM else "buffer"
@@ -131,7 +128,15 @@ def gdram_region(name: str, array: np.ndarray, addr: int) -> Region:
     return Region(name, GDRAM, data, addr)
 
 
-def onchip_region(buf: BufferDecl, base_addr: int, fill: int = 0xA5) -> Region:
-    """A fresh on-chip buffer; its bytes start as garbage (0xA5), not zeros, as on hardware."""
+def gdram_region_shape(name: str, nbytes: int, addr: int) -> Region:
+    """A GDRAM region of ``nbytes`` bytes without values (timing-only mode)."""
+    return Region(name, GDRAM, None, addr, nbytes)
+
+
+def onchip_region(buf: BufferDecl, base_addr: int, fill: int = 0xA5, values: bool = True) -> Region:
+    """A fresh on-chip buffer; its bytes start as garbage (0xA5), not zeros, as on hardware.
+    With ``values=False`` (timing-only mode) it has a size but no bytes."""
+    if not values:
+        return Region(buf.name, buf.space, None, base_addr + buf.offset, buf.nbytes)
     data = np.full(buf.nbytes, fill, dtype=np.uint8)
     return Region(buf.name, buf.space, data, base_addr + buf.offset)

@@ -4,6 +4,9 @@
 2. copy the GDRAM arguments, build one `CoreCtx` per task (NRAM/WRAM per task, SRAM per cluster);
 3. execute all tasks functionally (``launch.py``), recording traces;
 4. replay the traces in the timing model (``timing.py``) and collect statistics.
+
+With ``values=False`` (timing-only mode, ``shapeonly.py``) step 2 allocates nothing and step 3 checks and times
+every statement without computing values, so launches on tensors larger than host memory can be timed.
 """
 from __future__ import annotations
 
@@ -18,8 +21,9 @@ from .errors import MluError
 from .lang import NRAM, SRAM, WRAM
 from .launch import run_tasks
 from .machine import MLU370, MluMachine
-from .memory import Ptr, check_capacity, gdram_region, layout, onchip_region
+from .memory import Ptr, check_capacity, gdram_region, gdram_region_shape, layout, onchip_region
 from .result import CoreStats, SimResult
+from .shapeonly import ShapeOnly
 from .timing import simulate_timing
 
 _GDRAM_BASE = 1 << 20
@@ -52,31 +56,40 @@ def launch_shape(task_dim: int | str, machine: MluMachine) -> tuple[int, int]:
 
 
 def simulate(program: S.Program, kernel_name: str, args: dict, task_dim: int | str,
-             machine: MluMachine = MLU370) -> SimResult:
-    """Run ``kernel_name`` with ``args`` (name -> numpy array for pointer parameters, int for int parameters)."""
+             machine: MluMachine = MLU370, values: bool = True) -> SimResult:
+    """Run ``kernel_name`` with ``args`` (name -> numpy array for pointer parameters, int for int parameters).
+
+    ``values=False`` is timing-only mode: pointer arguments may be `ShapeOnly(shape, dtype)` (or arrays, of which
+    only shape and dtype are used); no GDRAM or on-chip data is allocated and no element is computed, while every
+    check (bounds, spaces, alignment, capacity, races, barriers) runs and ``cycles``, ``seconds``, ``bytes``,
+    ``pipe_busy`` and ``per_core`` are exactly those of ``values=True``. ``outputs`` is then empty. Control flow,
+    pointer offsets and sizes must not depend on values read from on-chip memory (an `MluError` says where they do).
+    """
     kernel = compile_kernel(program, kernel_name)
     ntasks, nclusters = launch_shape(task_dim, machine)
     buffers = layout(list(kernel.buffers), machine.vector_align_bytes)
     check_capacity(buffers, {NRAM: machine.nram_bytes, WRAM: machine.wram_bytes, SRAM: machine.sram_bytes})
-    values, gdram = _bind_args(kernel, args)
+    params, gdram = _bind_args(kernel, args, values)
 
     cpc = machine.cores_per_cluster
     clusters_of = [t // cpc for t in range(ntasks)]
-    sram = [{i: onchip_region(b, 0) for i, b in enumerate(buffers) if b.space == SRAM} for _ in range(nclusters)]
+    sram = [{i: onchip_region(b, 0, values=values) for i, b in enumerate(buffers) if b.space == SRAM}
+            for _ in range(nclusters)]
     ctxs, bodies = [], []
     for t in range(ntasks):
         cluster = clusters_of[t]
         ptrs = []
         for i, b in enumerate(buffers):
-            region = sram[cluster][i] if b.space == SRAM else onchip_region(b, 0)
+            region = sram[cluster][i] if b.space == SRAM else onchip_region(b, 0, values=values)
             ptrs.append(Ptr(region, 0, b.elem))
-        ctx = CoreCtx(machine, t, ntasks, cluster, nclusters, t % cpc, ptrs, None)
+        ctx = CoreCtx(machine, t, ntasks, cluster, nclusters, t % cpc, ptrs, None, values)
         ctxs.append(ctx)
-        bodies.append(_task_body(kernel, ctx, values))
+        bodies.append(_task_body(kernel, ctx, params))
     run_tasks(bodies, clusters_of, ctxs)
 
     timing = simulate_timing([c.trace for c in ctxs], clusters_of, machine)
-    outputs = {name: region.data.view(dtype).reshape(shape).copy() for name, (region, dtype, shape) in gdram.items()}
+    outputs = {name: region.data.view(dtype).reshape(shape).copy() for name, (region, dtype, shape) in gdram.items()
+               if values}
     return _result(outputs, timing, ctxs, machine, ntasks)
 
 
@@ -90,7 +103,7 @@ def _task_body(kernel: CompiledKernel, ctx: CoreCtx, values: list):
     return body
 
 
-def _bind_args(kernel: CompiledKernel, args: dict):
+def _bind_args(kernel: CompiledKernel, args: dict, with_values: bool = True):
     names = {p.name for p in kernel.params}
     extra = sorted(set(args) - names)
     if extra:
@@ -102,12 +115,18 @@ def _bind_args(kernel: CompiledKernel, args: dict):
             raise MluError(f"missing argument for parameter '{p.name}' ({p.type})", p.span)
         value = args[p.name]
         if p.type.kind == "ptr":
-            if not isinstance(value, np.ndarray):
-                raise MluError(f"argument '{p.name}' must be a numpy array for {p.type}", p.span)
+            shape_only = isinstance(value, ShapeOnly)
+            if not isinstance(value, np.ndarray) and not (shape_only and not with_values):
+                what = "a numpy array (ShapeOnly needs values=False)" if shape_only else (
+                    "a numpy array" if with_values else "a numpy array or ShapeOnly")
+                raise MluError(f"argument '{p.name}' must be {what} for {p.type}", p.span)
             if value.dtype != p.type.elem.dtype:
                 raise MluError(f"argument '{p.name}' has dtype {value.dtype} but the parameter is {p.type} "
                                f"({p.type.elem.dtype})", p.span)
-            region = gdram_region(p.name, value, addr)
+            if with_values:
+                region = gdram_region(p.name, value, addr)
+            else:
+                region = gdram_region_shape(p.name, value.size * value.dtype.itemsize, addr)
             addr = (addr + region.size + _GDRAM_ALIGN - 1) // _GDRAM_ALIGN * _GDRAM_ALIGN + _GDRAM_ALIGN
             gdram[p.name] = (region, value.dtype, value.shape)
             values.append(Ptr(region, 0, p.type.elem))

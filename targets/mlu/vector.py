@@ -21,7 +21,7 @@ import numpy as np
 from .core import CoreCtx
 from .errors import MluError, Span
 from .lang import NRAM, SPACE_NAMES, ElemType
-from .memory import Ptr, view
+from .memory import Ptr, check_range, view
 
 F32 = np.dtype(np.float32)
 
@@ -48,12 +48,14 @@ class _Op:
 
     def __init__(self, c: CoreCtx, name: str, span: Span):
         self.c, self.name, self.span = c, name, span
+        self.values = c.values  # False in timing-only mode: operands are checked but have no data
         self.reads: list = []
         self.writes: list = []
         self.max_bytes = 0
 
     def operand(self, ptr: Ptr, count: int, role: str, write: bool = False, whole_units: bool = True,
-                spaces: tuple[str, ...] = (NRAM,)) -> np.ndarray:
+                spaces: tuple[str, ...] = (NRAM,)) -> np.ndarray | None:
+        """Check one operand and record its access; its checked view, or None in timing-only mode."""
         m = self.c.machine
         if not isinstance(ptr, Ptr):
             raise MluError(f"{self.name}: operand '{role}' must be a pointer")
@@ -71,7 +73,11 @@ class _Op:
         if whole_units and nbytes % m.vector_unit_bytes:
             raise MluError(f"{self.name}: operand '{role}' spans {nbytes} bytes ({count} x {ptr.elem}), not a "
                            f"multiple of the {m.vector_unit_bytes}-byte vector unit")
-        data = view(ptr, count, f"{self.name} operand '{role}'")
+        if self.values:
+            data = view(ptr, count, f"{self.name} operand '{role}'")
+        else:
+            data = None
+            check_range(ptr, nbytes, f"{self.name} operand '{role}'")
         (self.writes if write else self.reads).append((ptr.region, ptr.off, ptr.off + nbytes))
         self.max_bytes = max(self.max_bytes, nbytes)
         return data
@@ -128,7 +134,9 @@ def _make_binary(name, fn, op_class, int_ok):
         op.same_type(dst, a, b, floats_only=not int_ok)
         _count(name, n)
         va, vb = op.operand(a, n, "a"), op.operand(b, n, "b")
-        op.operand(dst, n, "dst", write=True)[...] = fn(_wide(va), _wide(vb))
+        out = op.operand(dst, n, "dst", write=True)
+        if op.values:
+            out[...] = fn(_wide(va), _wide(vb))
         op.finish(op_class)
     return run
 
@@ -139,9 +147,12 @@ def _make_scalar(name, fn, op_class, int_ok):
         op = _Op(c, name, span)
         elem = op.same_type(dst, a, floats_only=not int_ok)
         _count(name, n)
-        va = _wide(op.operand(a, n, "a"))
-        scalar = np.array(value).astype(elem.dtype).astype(va.dtype)
-        op.operand(dst, n, "dst", write=True)[...] = fn(va, scalar)
+        va = op.operand(a, n, "a")
+        out = op.operand(dst, n, "dst", write=True)
+        if op.values:
+            va = _wide(va)
+            scalar = np.array(value).astype(elem.dtype).astype(va.dtype)
+            out[...] = fn(va, scalar)
         op.finish(op_class)
     return run
 
@@ -156,8 +167,9 @@ def _make_cycle(name, fn, op_class, int_ok):
         if n % m:
             raise MluError(f"{name}: n={n} is not a multiple of m={m}")
         va, vb = op.operand(a, n, "a"), op.operand(b, m, "b")
-        out = fn(_wide(va).reshape(-1, m), _wide(vb)[None, :])
-        op.operand(dst, n, "dst", write=True)[...] = out.reshape(-1)
+        out = op.operand(dst, n, "dst", write=True)
+        if op.values:
+            out[...] = fn(_wide(va).reshape(-1, m), _wide(vb)[None, :]).reshape(-1)
         op.finish(op_class)
     return run
 
@@ -192,7 +204,9 @@ def _make_unary(name, fn, op_class, int_ok):
         op.same_type(dst, a, floats_only=not int_ok)
         _count(name, n)
         va = op.operand(a, n, "a")
-        op.operand(dst, n, "dst", write=True)[...] = fn(_wide(va))
+        out = op.operand(dst, n, "dst", write=True)
+        if op.values:
+            out[...] = fn(_wide(va))
         op.finish(op_class)
     return run
 
@@ -204,7 +218,9 @@ def _select(c, args, span):
     op.same_type(dst, cond, a, b)
     _count(name, n)
     vc, va, vb = op.operand(cond, n, "cond"), op.operand(a, n, "a"), op.operand(b, n, "b")
-    op.operand(dst, n, "dst", write=True)[...] = np.where(vc != 0, va, vb)
+    out = op.operand(dst, n, "dst", write=True)
+    if op.values:
+        out[...] = np.where(vc != 0, va, vb)
     op.finish("simple")
 
 
@@ -212,7 +228,9 @@ def _write_value(c, args, span):
     dst, n, value = args
     op = _Op(c, "__bang_write_value", span)
     _count(op.name, n)
-    op.operand(dst, n, "dst", write=True)[...] = value
+    out = op.operand(dst, n, "dst", write=True)
+    if op.values:
+        out[...] = value
     op.finish("simple")
 
 

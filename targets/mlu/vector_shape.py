@@ -27,7 +27,8 @@ def _make_reduce_all(kind, fn):
         _count(name, n)
         va = op.operand(a, n, "a")
         out = op.operand(dst, 1, "dst", write=True, whole_units=False)
-        out[...] = np.asarray(fn.reduce(va, dtype=_reduce_dtype(elem))).astype(elem.dtype)
+        if op.values:
+            out[...] = np.asarray(fn.reduce(va, dtype=_reduce_dtype(elem))).astype(elem.dtype)
         op.finish("reduce")
     return run
 
@@ -45,9 +46,10 @@ def _make_reduce_rows(kind, fn):
         if cols * elem.itemsize % m.vector_unit_bytes:
             raise MluError(f"{name}: a row of cols={cols} x {elem} is {cols * elem.itemsize} bytes, not a multiple "
                            f"of the {m.vector_unit_bytes}-byte vector unit")
-        va = op.operand(a, rows * cols, "a").reshape(rows, cols)
+        va = op.operand(a, rows * cols, "a")
         out = op.operand(dst, rows, "dst", write=True, whole_units=False)
-        out[...] = fn.reduce(va, axis=1, dtype=_reduce_dtype(elem)).astype(elem.dtype)
+        if op.values:
+            out[...] = fn.reduce(va.reshape(rows, cols), axis=1, dtype=_reduce_dtype(elem)).astype(elem.dtype)
         op.finish("reduce")
     return run
 
@@ -61,9 +63,10 @@ def _make_reduce_cols(kind, fn):
         elem = op.same_type(dst, a)
         _count(name, rows, "rows")
         _count(name, cols, "cols")
-        va = op.operand(a, rows * cols, "a").reshape(rows, cols)
+        va = op.operand(a, rows * cols, "a")
         out = op.operand(dst, cols, "dst", write=True)
-        out[...] = fn.reduce(va, axis=0, dtype=_reduce_dtype(elem)).astype(elem.dtype)
+        if op.values:
+            out[...] = fn.reduce(va.reshape(rows, cols), axis=0, dtype=_reduce_dtype(elem)).astype(elem.dtype)
         op.finish("reduce")
     return run
 
@@ -75,11 +78,13 @@ def _transpose(c, args, span):
     op.same_type(dst, a)
     _count(name, rows, "rows")
     _count(name, cols, "cols")
-    va = op.operand(a, rows * cols, "a").reshape(rows, cols)
+    va = op.operand(a, rows * cols, "a")
     out = op.operand(dst, rows * cols, "dst", write=True)
-    if np.may_share_memory(out, va):
+    nbytes = rows * cols * a.elem.itemsize
+    if dst.region is a.region and dst.off < a.off + nbytes and a.off < dst.off + nbytes:
         raise MluError(f"{name}: dst and a overlap")
-    out.reshape(cols, rows)[...] = va.T
+    if op.values:
+        out.reshape(cols, rows)[...] = va.reshape(rows, cols).T
     op.finish("transpose")
 
 
@@ -103,7 +108,9 @@ def _make_convert(name, src_name, dst_name):
         _count(name, n)
         va = op.operand(a, n, "a")
         out = op.operand(dst, n, "dst", write=True)
-        if not dst_elem.is_float:
+        if not op.values:
+            pass
+        elif not dst_elem.is_float:
             with np.errstate(invalid="ignore"):
                 values = np.trunc(_wide(va))
             info = np.iinfo(dst_elem.dtype)
@@ -123,10 +130,11 @@ def _matmul(c, args, span):
         raise MluError(f"{name}: dst must be float* or {elem}*, got {dst.elem}*")
     for value, what in ((m_, "M"), (k, "K"), (n, "N")):
         _count(name, value, what)
-    va = op.operand(a, m_ * k, "a").reshape(m_, k)
-    vb = op.operand(b, k * n, "b", spaces=(WRAM,)).reshape(k, n)
+    va = op.operand(a, m_ * k, "a")
+    vb = op.operand(b, k * n, "b", spaces=(WRAM,))
     out = op.operand(dst, m_ * n, "dst", write=True)
-    out[...] = (_wide(va) @ _wide(vb)).reshape(-1)
+    if op.values:
+        out[...] = (_wide(va.reshape(m_, k)) @ _wide(vb.reshape(k, n))).reshape(-1)
     op.finish("simple", cycles=2.0 * m_ * k * n / c.machine.matmul_flops_per_cycle)
 
 

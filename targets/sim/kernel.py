@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
+from gir.affine import free_vars
 from gir.errors import GirError
 from targets.sim.races import Tracker
 from targets.sim.stats import KernelStats, count_sectors
@@ -56,7 +57,7 @@ class KernelExec(Values):
         self.family = top.level.family
         self.ws = self.runner.warp_size if self.family == "gpu" else 1
         self.env = dict(self.runner.sizes)
-        self.sel, self.n_act, self.frames = None, 1, [Frame(1, np.ones(1, bool))]
+        self.sel, self.n_act, self.frames, self._ids = None, 1, [Frame(1, np.ones(1, bool))], None
         self.grid, body = [], (top,)
         while len(body) == 1 and isinstance(body[0], ir.Parallel) and body[0].level == top.level:
             p = body[0]
@@ -107,6 +108,7 @@ class KernelExec(Values):
     def prepare(self) -> None:
         self.sel = None if self.active.all() else np.flatnonzero(self.active)
         self.n_act = self.frames[-1].n if self.sel is None else len(self.sel)
+        self._ids = None
 
     def instances(self) -> np.ndarray:
         return np.arange(self.frames[-1].n) if self.sel is None else self.sel
@@ -118,9 +120,12 @@ class KernelExec(Values):
         return self.instances() // (self.frames[-1].n // self.frames[depth].n)
 
     def ids(self):
-        inst, per = self.instances(), self.per_block()
-        brow, tid = inst // per, inst % per
-        return brow, tid, (self.block_base + brow) * self.stride + tid
+        """(block row, thread id in block, unique instance id) of the active instances (cached)."""
+        if self._ids is None:
+            inst, per = self.instances(), self.per_block()
+            brow, tid = inst // per, inst % per
+            self._ids = (brow, tid, (self.block_base + brow) * self.stride + tid)
+        return self._ids
 
     def describe(self, row: int) -> str:
         inst = int(self.instances()[row])
@@ -182,7 +187,7 @@ class KernelExec(Values):
     def _for(self, s: ir.For) -> None:
         self.prepare()
         lo, hi = self.ival(s.lo), self.ival(s.hi)
-        saved = self.active
+        saved, saved_depth = self.active, self.var_depth
         try:
             if not isinstance(lo, np.ndarray) and not isinstance(hi, np.ndarray):
                 for v in range(int(lo), int(hi), s.step):
@@ -193,6 +198,7 @@ class KernelExec(Values):
             lo = np.broadcast_to(lo, idx.shape)
             trips = np.maximum(0, -(-(np.asarray(hi) - lo) // s.step))
             var = np.zeros(n, np.int64)
+            self.var_depth = {**self.var_depth, s.var: len(self.frames) - 1}  # differs between instances
             for t in range(int(trips.max(initial=0))):
                 var[idx] = lo + t * s.step
                 self.env[s.var] = var.copy()
@@ -200,7 +206,7 @@ class KernelExec(Values):
                 self.active[idx] = t < trips
                 self.exec_body(s.body)
         finally:
-            self.active = saved
+            self.active, self.var_depth = saved, saved_depth
             self.env.pop(s.var, None)
 
     def _if(self, s: ir.If) -> None:
@@ -337,15 +343,32 @@ class KernelExec(Values):
 
     def track(self, tracker: Tracker, reg: Region, valid, write: bool, s) -> None:
         brow, _, ids = self.ids()
-        addr = reg.off
+        addr, several = reg.off, None
+        if not write and valid is None and tracker.per_block_size and self.block_uniform(reg.ref):
+            # every active thread of a block reads the same elements: one representative per block
+            first = np.flatnonzero(np.r_[True, brow[1:] != brow[:-1]])
+            count = np.diff(np.r_[first, len(brow)])
+            addr, ids, brow = addr[first], ids[first], brow[first]
+            several = np.broadcast_to((count > 1)[:, None], addr.shape).reshape(-1)
         ids = np.broadcast_to(ids[:, None], addr.shape)
         ep = np.broadcast_to(self.epoch[brow][:, None], addr.shape)
         if valid is not None:
             addr, ids, ep = addr[valid], ids[valid], ep[valid]
         ins = self.runner.instr_index(s)
-        fn = tracker.write if write else tracker.read
-        for race in fn(addr.reshape(-1), ids.reshape(-1), ep.reshape(-1), ins):
+        if write:
+            races = tracker.write(addr.reshape(-1), ids.reshape(-1), ep.reshape(-1), ins)
+        else:
+            races = tracker.read(addr.reshape(-1), ids.reshape(-1), ep.reshape(-1), ins, several)
+        for race in races:
             self.runner.report_race(race, self)
+
+    def block_uniform(self, ref: ir.Ref) -> bool:
+        """True if the region's indices use no thread-level variable (same elements for a whole block)."""
+        names = set()
+        for ix in ref.index:
+            for part in ((ix.start, ix.stop) if isinstance(ix, ir.Slice) else (ix,)):
+                names |= free_vars(part)
+        return not any(self.var_depth.get(v, 0) >= 1 for v in names)
 
 
 def _static_instances(body, ex: KernelExec) -> int:

@@ -70,15 +70,18 @@ class Tracker:
         other = (pid // self.stride, pid % self.stride) if pid >= 0 else (-1, -1)
         return Race(self.name, kind, int(prev_ins[k]), ins, other, divmod(int(ids[k]), self.stride), addr_k)
 
-    def read(self, addr: np.ndarray, ids: np.ndarray, ep: np.ndarray, ins: int) -> list[Race]:
-        """Record reads of addresses `addr` by instances `ids` in epochs `ep` (1-d arrays)."""
+    def read(self, addr: np.ndarray, ids: np.ndarray, ep: np.ndarray, ins: int,
+             several: np.ndarray | None = None) -> list[Race]:
+        """Record reads of addresses `addr` by instances `ids` in epochs `ep` (1-d arrays). `several` marks
+        elements that stand for reads by several instances of the block of `ids` (one of them `ids`)."""
         if addr.size == 0:
             return []
         blk = ids // self.stride
         races = []
         if self.w_id is not None:
             wid = self.w_id[addr]
-            bad = (wid >= 0) & (wid != ids) & ~self._ordered(wid, wid // self.stride, self.w_ep[addr], blk, ep)
+            other = (wid != ids) if several is None else (wid != ids) | several
+            bad = (wid >= 0) & other & ~self._ordered(wid, wid // self.stride, self.w_ep[addr], blk, ep)
             race = self._race("write-read", bad, wid, self.w_ins[addr], ins, ids, addr)
             if race:
                 races.append(race)
@@ -88,6 +91,8 @@ class Tracker:
         sid, sblk, sep, multi, mblk = self.scratch
         sid[addr], sblk[addr], sep[addr] = ids, blk, ep
         multi[addr[sid[addr] != ids]] = True
+        if several is not None:
+            multi[addr[several]] = True
         mblk[addr[sblk[addr] != blk]] = True
         m_id, m_blk = multi[addr], mblk[addr]
         new_id = np.where(m_id, -2, sid[addr])

@@ -83,9 +83,14 @@ def count_sectors(offsets: np.ndarray, valid: np.ndarray | None, itemsize: int, 
     if valid is not None:
         sectors = np.where(valid, sectors, -1)
     groups = k // vec
-    nwarps = int(warp.max()) + 1
-    dense = np.full((nwarps, warp_size, groups, vec), -1, dtype=np.int64)
-    dense[warp, lane] = sectors.reshape(n, groups, vec)
+    if n % warp_size == 0 and np.array_equal(warp, np.repeat(np.arange(n // warp_size), warp_size)) \
+            and np.array_equal(lane, np.tile(np.arange(warp_size), n // warp_size)):
+        nwarps = n // warp_size  # rows are whole warps in order: no scatter needed
+        dense = sectors.reshape(nwarps, warp_size, groups, vec)
+    else:
+        nwarps = int(warp.max()) + 1
+        dense = np.full((nwarps, warp_size, groups, vec), -1, dtype=np.int64)
+        dense[warp, lane] = sectors.reshape(n, groups, vec)
     dense = dense.transpose(0, 2, 1, 3).reshape(nwarps, groups, warp_size * vec)
     dense.sort(axis=2)
     first = dense[:, :, :1] >= 0

@@ -47,6 +47,7 @@ class Buf:
 class Region:
     buf: Buf
     rshape: tuple[int, ...]
+    ref: ir.Ref | None = None
     view: tuple | None = None        # fast path: basic index into buf.data giving (n_act, *rshape)
     off: np.ndarray | None = None    # general path: (n_act, K) flat indices into buf.flat
     valid: np.ndarray | None = None  # (n_act, K): elements inside the tensor (masked accesses)
@@ -134,7 +135,7 @@ class Values:
                 index[d] = start if start < 0 else last
                 self.oob(ref, buf, index, 0)
             view.append(int(start) if n is None else slice(int(start), int(start) + n * step, step))
-        return Region(buf, rshape, view=tuple(view))
+        return Region(buf, rshape, ref, view=tuple(view))
 
     def _general_region(self, ref, buf, parts, rshape, masked) -> Region:
         r = len(rshape)
@@ -168,7 +169,7 @@ class Values:
             off = np.where(inside, off, 0)
         k = int(np.prod(rshape, dtype=np.int64))
         valid = None if inside is None else inside.reshape(self.n_act, k)
-        return Region(buf, rshape, off=np.ascontiguousarray(off).reshape(self.n_act, k), valid=valid)
+        return Region(buf, rshape, ref, off=np.ascontiguousarray(off).reshape(self.n_act, k), valid=valid)
 
     def oob_general(self, ref, buf, idx, inside) -> None:
         pos = np.unravel_index(int(np.flatnonzero(~inside)[0]), inside.shape)

@@ -30,7 +30,7 @@ def test_float4_and_masked_fast_path():
     assert "blk * 512 + t * 4 + 3 < N" in src and "& 15) == 0" in src
     assert "ra[3] = 0.0f;" in src
     assert ks.meta["grid"] == ["cdiv(N, 512)", "1", "1"] and ks.meta["block"] == [128, 1, 1]
-    assert 'extern "C" __global__ void __launch_bounds__(128) vadd(' in src
+    assert 'extern "C" __global__ void __launch_bounds__(128, 1) vadd(' in src
     assert "const float* __restrict__ a" in src and "float* __restrict__ c" in src
 
 

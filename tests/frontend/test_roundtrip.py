@@ -15,7 +15,7 @@ from . import strategies as S
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(ROOT.glob("samples/*.gir")) + sorted(ROOT.glob("samples/explicit/*.gir"))
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-BIG = settings(FAST, max_examples=100)  # whole modules/kernels: fewer, larger examples
+BIG = settings(FAST, max_examples=60)  # whole modules/kernels: fewer, larger examples
 
 
 def roundtrip(m: ir.Module) -> None:

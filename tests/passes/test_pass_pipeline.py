@@ -73,7 +73,7 @@ def test_default_pipeline_uses_registered_passes():
 safe_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(count=st.integers(-2**40, 2**40), scale=st.floats(allow_nan=False), flag=st.booleans(),
        level=safe_text, sizes=st.lists(st.integers(0, 10**6), max_size=4).map(tuple),
        weights=st.lists(st.floats(allow_nan=False), max_size=3).map(tuple),

@@ -101,7 +101,7 @@ def _expressions():
     return st.recursive(leaf, extend, max_leaves=10)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=_expressions())
 def test_canonicalize_keeps_random_expressions(value):
     func = ir.Func("f", (ir.Param("x", ir.TensorType(ir.DType.f32, ("M", "N"))),

@@ -1,0 +1,190 @@
+"""Per-target measurement of one benchmark case.
+
+- sim: schedule for GPUs, run the SIMT simulator (sector-counted global bytes, correctness vs the reference
+  evaluator); cases too large to execute here are analysed with isl instead (bytes moved, no values).
+- mlu-sim: schedule and emit BANG-C, simulate the program text: simulated time vs the DMA roofline,
+  vs an op-by-op baseline and vs the same kernels without pipelining.
+- cuda: emit CUDA, run it through cupy, time with CUDA events (median, rotated inputs), compare with torch
+  eager / torch.compile / cupy, and with a device copy measured in the same run.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gir import ir
+from gir.errors import GirError
+from gir.evaluate import evaluate, random_inputs
+from gir.parser import parse_text
+from gir.verifier import verify_module
+from passes.analysis.traffic import compulsory_bytes
+
+SIM_EXEC_LIMIT = 1 << 24     # elements over all tensors the SIMT simulator executes (else: isl analysis)
+MLU_VALUES_LIMIT = 1 << 24   # elements over all tensors the MLU simulator computes values for (else timing only)
+
+
+def rel_err(out: np.ndarray, ref: np.ndarray) -> float:
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    denom = np.linalg.norm(ref)
+    return float(np.linalg.norm(out - ref) / (denom if denom else 1.0))
+
+
+def tolerance(func: ir.Func) -> float:
+    return 1e-2 if any(p.type.dtype in (ir.DType.f16, ir.DType.bf16) for p in func.params + func.results) else 1e-5
+
+
+def total_elements(func: ir.Func, sizes: dict[str, int]) -> int:
+    n = 0
+    for p in func.params + func.results:
+        k = 1
+        for d in p.type.shape:
+            k *= d if isinstance(d, int) else sizes[d]
+        n += k
+    return n
+
+
+class Runner:
+    target = "sim"
+
+    def __init__(self, args):
+        self.args = args
+        self.rng = np.random.default_rng(args.seed)
+
+    def environment(self) -> dict:
+        return {}
+
+    def front(self, case):
+        module = parse_text(case.source, case.filename)
+        verify_module(module)
+        func = module.funcs[0]
+        missing = [s for s in func.size_symbols() if s not in case.sizes]
+        if missing:
+            raise GirError(f"{case.label}: sizes {', '.join(missing)} are not given (use --sizes)")
+        return module, func
+
+    def base_row(self, func, case) -> dict:
+        read, written = compulsory_bytes(func, case.sizes)
+        return {"compulsory_bytes": read + written}
+
+    def check(self, func, inputs, outputs, row) -> None:
+        ref = evaluate(func, inputs, compute_dtype=np.float64)
+        err = max(rel_err(outputs[k], ref[k]) for k in ref)
+        row["rel_err"] = err
+        row["status"] = "ok" if err < tolerance(func) else "FAIL"
+
+
+class SimRunner(Runner):
+    target = "sim"
+
+    def measure(self, case) -> dict:
+        from passes.schedule import lower_module
+
+        module, func = self.front(case)
+        t0 = time.perf_counter()
+        lowered = lower_module(module, target="sim", options={"sizes": dict(case.sizes)})
+        row = self.base_row(func, case)
+        row["compile_s"] = time.perf_counter() - t0
+        low = lowered.func(func.name)
+        if total_elements(func, case.sizes) <= SIM_EXEC_LIMIT:
+            from targets.sim import run_func
+
+            inputs = random_inputs(func, case.sizes, self.rng)
+            run = run_func(low, inputs)
+            row["moved_bytes"] = run.stats.global_read_bytes + run.stats.global_write_bytes
+            row["moved_source"] = "simulator (32-byte sectors)"
+            self.check(func, inputs, run.outputs, row)
+        else:
+            row["moved_bytes"] = analysed_bytes(low, case.sizes)
+            row["moved_source"] = "isl analysis (sector-adjusted), not executed: too large for the CPU simulator"
+            row["status"] = "analysed"
+        row["traffic_ratio"] = row["moved_bytes"] / row["compulsory_bytes"]
+        return row
+
+
+def analysed_bytes(func: ir.Func, sizes: dict[str, int]) -> float:
+    """Global bytes of every kernel from the isl access relations, scaled by sectors/ideal per warp access."""
+    from passes.analysis.traffic import kernel_traffic
+
+    total = 0.0
+    for k in func.kernels:
+        for ins in kernel_traffic(func, k, sizes).instrs:
+            for acc in ins.accesses:
+                if acc.level not in ("global", "gdram"):
+                    continue
+                scale = acc.sectors / acc.ideal_sectors if acc.sectors and acc.ideal_sectors else 1.0
+                total += acc.bytes * scale
+    return total
+
+
+class MluRunner(Runner):
+    target = "mlu-sim"
+
+    def environment(self) -> dict:
+        from dataclasses import asdict
+
+        from targets.mlu import MLU370
+
+        return {"mlu_machine": asdict(MLU370)}
+
+    def measure(self, case) -> dict:
+        from targets.mlu import MLU370
+        from targets.mlu.run import run_func
+
+        module, func = self.front(case)
+        row = self.base_row(func, case)
+        values = total_elements(func, case.sizes) <= MLU_VALUES_LIMIT
+        inputs = random_inputs(func, case.sizes, self.rng) if values else None
+        t0 = time.perf_counter()
+        fused = run_func(func, inputs, case.sizes, **self._mode(values))
+        row["compile_s"] = fused.stats.get("compile_seconds", time.perf_counter() - t0)
+        row["time_s"] = fused.stats["seconds"]
+        row["moved_bytes"] = fused.stats["gdram_traffic_bytes"]
+        row["traffic_ratio"] = row["moved_bytes"] / row["compulsory_bytes"]
+        row["roofline_s"] = row["compulsory_bytes"] / MLU370.gdram_bandwidth
+        row["vs_roofline"] = row["time_s"] / row["roofline_s"]
+        row["opbyop_s"] = run_func(func, inputs, case.sizes, mode="opbyop", **self._mode(values)).stats["seconds"]
+        row["speedup_vs_opbyop"] = row["opbyop_s"] / row["time_s"]
+        row["nopipe_s"] = run_func(func, inputs, case.sizes, pipeline=False, **self._mode(values)).stats["seconds"]
+        if values:
+            self.check(func, inputs, fused.outputs, row)
+        else:
+            row["status"] = "timed"
+            row["note"] = "timing-only simulation (values not computed: too large for this machine)"
+        return row
+
+    @staticmethod
+    def _mode(values: bool) -> dict:
+        return {} if values else {"values": False}
+
+
+class CudaRunner(Runner):
+    target = "cuda"
+
+    def __init__(self, args):
+        super().__init__(args)
+        from targets.cuda import available
+
+        if not available():
+            raise GirError("no CUDA device available: `gir bench --target cuda` needs an NVIDIA GPU and cupy")
+        from targets.bench.gpu_timing import copy_bandwidth
+
+        self.copy_gbps = copy_bandwidth()
+
+    def environment(self) -> dict:
+        return {"copy_gbps": self.copy_gbps}
+
+    def measure(self, case) -> dict:
+        from targets.bench.cuda_case import measure_cuda
+
+        module, func = self.front(case)
+        row = self.base_row(func, case)
+        row.update(measure_cuda(module, func, case, self.rng, self.args, self.copy_gbps))
+        row["copy_gbps"] = self.copy_gbps
+        row["gbps"] = row["compulsory_bytes"] / row["time_s"] / 1e9
+        row["pct_copy"] = 100 * row["gbps"] / self.copy_gbps
+        return row
+
+
+def make_runner(target: str, args) -> Runner:
+    return {"sim": SimRunner, "mlu-sim": MluRunner, "cuda": CudaRunner}[target](args)
