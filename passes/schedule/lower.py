@@ -28,6 +28,7 @@ class GroupPlan:
     config: RowConfig | None = None
     estimate: dict = field(default_factory=dict)
     candidates: int = 0
+    rejected: list = field(default_factory=list)   # [(RowConfig, [check error messages])]
 
 
 @dataclass
@@ -86,14 +87,34 @@ def _lower(func: ir.Func, target: str, options: dict | None) -> tuple[ir.Func, F
                 for x in _walk(st.stmt.value):
                     if isinstance(x, ir.Ref) and x.name in produced:
                         stores.add(x.name)
+    # row groups: candidates in rank order (a forced config first); the chosen one must pass the checks
+    choices: dict[int, _RowChoice] = {}
+    for gi, (g, impl) in enumerate(built):
+        if isinstance(impl, RowKernel):
+            rk = RowKernel(g, info, stores, m.warp)
+            choices[gi] = _RowChoice(rk, _ranked(rk, m, hints, opts))
+    check = opts.get("check", True)
+    while True:
+        out, plans, owners = _assemble(func, info, built, choices, stores, results, m, hints)
+        if not check:
+            break
+        failed = _check(out, owners, choices, target)
+        if not failed:
+            break
+    return out, FuncPlan(func.name, plans, time.perf_counter() - t0)
+
+
+def _assemble(func, info, built, choices, stores, results, m, hints):
+    """Emit every group with its current choice and parse the function back.
+    Returns (func, plans, {kernel name: group index})."""
     items: list[str] = []
     kernels: list[str] = []
     plans: list[GroupPlan] = []
+    owners: dict[str, int] = {}
     for gi, (g, impl) in enumerate(built):
         base = f"{func.name}_{gi}"
-        if isinstance(impl, RowKernel):
-            impl = RowKernel(g, info, stores, m.warp)
-            text, plan = _emit_rows(impl, base, m, hints, opts)
+        if gi in choices:
+            text, plan = _emit_rows(choices[gi], base, m)
             kernels.append(text)
             plans.append(plan)
         elif isinstance(impl, TransposeKernel):
@@ -107,6 +128,9 @@ def _lower(func: ir.Func, target: str, options: dict | None) -> tuple[ir.Func, F
                 names.append(kname)
             plans.append(GroupPlan(g.targets, "generic" if g.kind != "colreduce" else "thread-serial",
                                    names))
+        for n in plans[-1].kernels:
+            owners[n] = gi
+    texts = dict(zip([n for p in plans for n in p.kernels], kernels))
     for name in sorted(stores - results):
         t = info.types[name]
         items.append(f"alloc {name}: {format_type(t)} @global")
@@ -118,20 +142,88 @@ def _lower(func: ir.Func, target: str, options: dict | None) -> tuple[ir.Func, F
         out = parse_text(text, f"<schedule {func.name}>").funcs[0]
     except GirError as exc:  # a scheduler bug: show the generated text
         raise GirError(f"internal error: the scheduler emitted invalid GIR for '{func.name}': {exc}\n{text}") from None
-    return out, FuncPlan(func.name, plans, time.perf_counter() - t0)
+    for gi, ch in choices.items():
+        plans[gi].rejected = list(ch.rejected)
+    header = "\n".join([f"{params} -> {res}"] + items)
+    return out, plans, {n: (gi, header, texts[n]) for n, gi in owners.items()}
 
 
-def _emit_rows(rk: RowKernel, name: str, m, hints, opts) -> tuple[str, GroupPlan]:
+class _RowChoice:
+    """The ranked candidates of one row group and the position of the current one."""
+
+    def __init__(self, rk: RowKernel, cands: list):
+        self.rk, self.cands, self.pos = rk, cands, 0
+        self.rejected: list[tuple[RowConfig, list[str]]] = []
+
+    @property
+    def current(self):
+        return self.cands[self.pos]
+
+    def reject(self, errors: list) -> None:
+        """Discard the current candidate and move to the next one the failure does not also condemn:
+        an alignment error rules out every candidate with that vector width or wider, a capacity
+        error every block team at least as large."""
+        cfg = self.current[0]
+        self.rejected.append((cfg, [d.message for d in errors]))
+        kinds = {d.check for d in errors}
+
+        def condemned(c: RowConfig) -> bool:
+            if c == cfg:
+                return True
+            if "alignment" in kinds and cfg.vec > 1 and c.vec >= cfg.vec:
+                return True
+            return "capacity" in kinds and c.rows_per_block == cfg.rows_per_block and c.threads >= cfg.threads
+        self.pos += 1
+        while self.pos < len(self.cands) and condemned(self.cands[self.pos][0]):
+            self.pos += 1
+        if self.pos >= len(self.cands) or len(self.rejected) >= MAX_REJECTIONS:
+            msgs = "; ".join(m for _, ms in self.rejected for m in ms[:1])
+            raise GirError(f"internal error: no candidate of group {self.rk.g.targets} passes the kernel "
+                           f"checks ({len(self.rejected)} rejected: {msgs})")
+
+
+MAX_REJECTIONS = 12
+_CHECKED: dict[tuple[str, str, str], list] = {}   # (target, signature + allocs, kernel text) -> errors
+
+
+def _check(out: ir.Func, owners: dict, choices: dict[int, _RowChoice], target: str) -> bool:
+    """Check every kernel of `out` (cached by structure); reject failing row candidates.
+    Returns whether anything was rejected (the function must be emitted again)."""
+    from passes.analysis.checks import check_kernel
+    ctarget = "hip" if target == "hip" else "cuda"
+    failed = False
+    for k in out.kernels:
+        gi, header, text = owners[k.name]
+        key = (ctarget, header, text)
+        if key not in _CHECKED:
+            if len(_CHECKED) > 4096:
+                _CHECKED.clear()
+            _CHECKED[key] = [d for d in check_kernel(out, k, ctarget) if d.severity == "error"]
+        errors = _CHECKED[key]
+        if not errors:
+            continue
+        if gi not in choices:
+            raise GirError(f"internal error: scheduled kernel '{k.name}' fails the kernel checks: "
+                           + "; ".join(d.message for d in errors))
+        choices[gi].reject(errors)
+        failed = True
+    return failed
+
+
+def _ranked(rk: RowKernel, m, hints, opts) -> list:
+    """[(RowConfig, Estimate | None)] best first; a forced `row_config` goes first."""
     sizes = [c.dtype.nbytes for c in rk.colrefs] + [rk.types[n].dtype.nbytes for n in rk.full_stores]
     vmax = max(1, 16 // max(sizes, default=4))
-    ests = search(rk, m, hints, vmax)
+    ranked = [(e.config, e) for e in search(rk, m, hints, vmax)]
     forced = opts.get("row_config")
     if forced is not None:
-        best_cfg = forced
-        est = None
-    else:
-        est = ests[0]
-        best_cfg = est.config
+        ranked = [(forced, None)] + [(c, e) for c, e in ranked if c != forced]
+    return ranked
+
+
+def _emit_rows(ch: _RowChoice, name: str, m) -> tuple[str, GroupPlan]:
+    rk = ch.rk
+    best_cfg, est = ch.current
     guards = _guards(rk, best_cfg)
     fallback = RowConfig(best_cfg.threads, best_cfg.rows_per_block, 1, 0, best_cfg.persistent)
     text = rk.emit(best_cfg, name, fallback if guards else None, guards)
@@ -141,7 +233,8 @@ def _emit_rows(rk: RowKernel, name: str, m, hints, opts) -> tuple[str, GroupPlan
         info = {"seconds": est.seconds, "dram_bytes": est.dram_bytes, "l2_bytes": est.l2_bytes,
                 "blocks": est.blocks, "threads_per_block": est.threads_per_block, "regs": est.regs,
                 "smem": est.smem, **est.notes}
-    return text, GroupPlan([s.stmt.target.name for s in rk.g.stmts], strategy, [name], best_cfg, info, len(ests))
+    return text, GroupPlan([s.stmt.target.name for s in rk.g.stmts], strategy, [name], best_cfg, info,
+                           len(ch.cands))
 
 
 def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:

@@ -7,6 +7,8 @@ times, level 1 repeats that whole pattern ``segnum1+1`` times (BANG semantics).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -43,7 +45,7 @@ def memcpy(c: CoreCtx, dst: Ptr, src: Ptr, size: int, direction: str, levels: tu
         _copy(dst, src, counts, dst_strides, src_strides, dst_extent, src_extent)
 
     m = c.machine
-    nseg = int(np.prod(counts[:-1])) if len(counts) > 1 else 1
+    nseg = math.prod(counts[:-1])
     useful = nseg * size
     stats = c.stats
     stats[f"{src_space}_read_bytes"] += useful
@@ -51,12 +53,10 @@ def memcpy(c: CoreCtx, dst: Ptr, src: Ptr, size: int, direction: str, levels: tu
     gran = m.dma_granularity
     flow = 0.0
     if src_space == GDRAM:
-        starts = _segment_starts(src, counts, src_strides)
-        traffic, _ = _traffic(starts, size, gran, write=False)
+        traffic, _ = _gdram_traffic(src, counts, src_strides, nseg, gran, write=False)
         flow += traffic
     if dst_space == GDRAM:
-        starts = _segment_starts(dst, counts, dst_strides)
-        traffic, rmw = _traffic(starts, size, gran, write=True)
+        traffic, rmw = _gdram_traffic(dst, counts, dst_strides, nseg, gran, write=True)
         stats["gdram_rmw_bytes"] += rmw
         flow += traffic + rmw
     if GDRAM in (src_space, dst_space):
@@ -95,6 +95,25 @@ def _copy(dst: Ptr, src: Ptr, counts, dst_strides, src_strides, dst_extent: int,
     if src.region is dst.region:
         source = source.copy()
     _strided(dst, counts, dst_strides, dst_extent)[...] = source
+
+
+def _gdram_traffic(ptr: Ptr, counts, strides, nseg: int, gran: int, write: bool) -> tuple[float, float]:
+    """``_traffic`` of all segments of a copy. Fast path: when every stride that repeats a segment is a multiple of
+    ``gran``, all segments sit alike on the ``gran`` grid, so one segment's traffic times ``nseg`` (exact)."""
+    size = counts[-1]
+    if size == 0:
+        return 0.0, 0.0
+    if all(s % gran == 0 or n == 1 for n, s in zip(counts[:-1], strides[:-1])):
+        start = ptr.region.addr + ptr.off
+        end = start + size
+        first, last = start // gran, (end - 1) // gran
+        covered = (last - first + 1) * gran * nseg
+        if not write:
+            return float(covered), 0.0
+        head, tail = start % gran != 0, end % gran != 0
+        partial = (head or tail) if first == last else head + tail
+        return float(covered), float(partial * gran * nseg)
+    return _traffic(_segment_starts(ptr, counts, strides), size, gran, write)
 
 
 def _segment_starts(ptr: Ptr, counts, strides) -> np.ndarray:
