@@ -280,7 +280,8 @@ class _KernelEmitter:
             if p < phase:
                 return False
             phase = p
-        return saw and s.step == 1 and c_index(s.lo) == "0"
+        loads = any(isinstance(x, ir.Move) and x.kind == "load" for x in s.body)
+        return (saw or loads) and s.step == 1 and c_index(s.lo) == "0"
 
     def pipelined(self, s: ir.For) -> None:
         v = s.var

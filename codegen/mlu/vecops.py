@@ -155,6 +155,10 @@ class VecEmitter:
                         f"{{ __bang_{fn}_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, {row.at('r_')}, {p}); }}")
 
     def reduce(self, dst: Opd, e: ir.Reduce, a: Opd) -> None:
+        if a.kind == FULL and dst.kind == COL and e.axes == (0,) and e.op in ("sum", "max", "min"):
+            # column reduction over the first a.rows rows; pad columns (pitch > cols) are reduced too and unused
+            self.out.append(f"__bang_reduce_{e.op}_cols({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            return
         if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors
             return self.copy(dst, a)
         if a.kind != FULL or dst.kind != ROW or e.axes != (1,) or e.op not in ("sum", "max", "min"):

@@ -29,7 +29,7 @@ def register(sub) -> None:
                        description="Lower a GIR file to explicit kernels (passes.schedule) and generate "
                                    "CUDA or HIP source plus JSON launch metadata.")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--target", choices=["cuda", "hip"], default="cuda")
+    p.add_argument("--target", choices=["cuda", "hip", "mlu"], default="cuda")
     p.add_argument("-o", "--output", metavar="OUT", help="output directory, or a .cu/.hip file")
     p.add_argument("--emit", choices=["gir", "source", "all"], default="source",
                    help="what to print (or, with -o, also write the explicit GIR for gir/all)")
@@ -81,6 +81,8 @@ def run(args) -> int:
     from gir.verifier import verify_module
 
     sizes = parse_sizes(args.sizes)
+    if args.target == "mlu":
+        return _run_mlu(args, sizes)
     module = lower(load_verified(args.file), args.target, sizes)
     module = run_passes(module, args)
     verify_module(module)
@@ -108,6 +110,41 @@ def run(args) -> int:
         gir_path = out / (Path(args.file).stem + ".gir")
     if args.emit in ("gir", "all"):
         files[gir_path] = gir_text
+    for path, text in files.items():
+        write_atomic(path, text)
+    for path in files:
+        print(path)
+    return 0
+
+
+def _run_mlu(args, sizes) -> int:
+    """`--target mlu`: passes.schedule_mlu + codegen.mlu; writes NAME.mlu and NAME.json (one file per function)."""
+    from codegen.mlu import emit_func
+    from gir.printer import print_module
+    from passes.schedule_mlu import schedule_mlu
+
+    module = load_verified(args.file)
+    if not sizes and any(f.size_symbols() for f in module.funcs if not f.is_explicit):
+        raise GirError("--target mlu needs --sizes (MLU kernels have static tiles), e.g. --sizes M=4096,N=1024")
+    funcs = [f if f.is_explicit else schedule_mlu(f, sizes) for f in module.funcs]
+    srcs = {f.name: emit_func(f) for f in funcs}
+    gir_text = print_module(ir.Module(tuple(funcs)))
+    if not args.output:
+        if args.emit in ("gir", "all"):
+            sys.stdout.write(gir_text)
+        if args.emit in ("source", "all"):
+            sys.stdout.write("".join(k.source for ks in srcs.values() for k in ks))
+        return 0
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise GirError(f"output '{out}' exists and is not a directory")
+    files: dict[Path, str] = {}
+    for name, ks in srcs.items():
+        files[out / (name + ".mlu")] = "".join(k.source for k in ks)
+        meta = [{"kernel": k.name, "task_dim": k.metadata["task_dim"], "params": k.metadata["params"]} for k in ks]
+        files[out / (name + ".json")] = json.dumps({"func": name, "sizes": sizes, "kernels": meta}, indent=2) + "\n"
+    if args.emit in ("gir", "all"):
+        files[out / (Path(args.file).stem + ".gir")] = gir_text
     for path, text in files.items():
         write_atomic(path, text)
     for path in files:

@@ -40,16 +40,13 @@ def _pick(module: ir.Module, name: str | None, path: str) -> ir.Func:
         raise GirError(f"no function '{name}' in {path}") from None
 
 
-def _lower(module: ir.Module, target, sizes) -> ir.Module:
-    mod_name = "passes.schedule" if target.family == "gpu" else "passes.schedule_mlu"
+def _lower(module: ir.Module, sizes) -> ir.Module:
     try:
-        sched = __import__(mod_name, fromlist=["lower_module"])
-        lower_module = sched.lower_module
-    except (ImportError, AttributeError) as exc:
-        raise GirError(f"the scheduler ({mod_name}) is unavailable: {exc}",
+        from passes.schedule import lower_module
+    except ImportError as exc:
+        raise GirError(f"the GPU scheduler (passes.schedule) is unavailable: {exc}",
                        None, ["give an explicit-layer file instead"]) from None
-    return lower_module(module, target=target.name if target.name != "mlu-sim" else "mlu",
-                        options={"sizes": sizes})
+    return lower_module(module, target="sim", options={"sizes": sizes})
 
 
 def run(args) -> int:
@@ -63,8 +60,8 @@ def run(args) -> int:
     reference = None
     if not func.is_explicit:
         reference = func
-        lowered = _lower(ir.Module((func,)), target, sizes)
-        func = lowered.func(func.name)
+        if target.family == "gpu":  # the MLU runner schedules operator-layer functions itself
+            func = _lower(ir.Module((func,)), sizes).func(func.name)
     elif args.reference:
         ref_module = load_verified(args.reference)
         reference = _pick(ref_module, args.func_name or func.name if len(ref_module.funcs) > 1 else None,
@@ -89,33 +86,26 @@ def run(args) -> int:
     else:
         _summary(result.outputs)
     stats = getattr(result, "stats", None)
-    if stats is not None:
+    if isinstance(stats, dict):
+        _mlu_report(stats, inputs, result.outputs)
+    elif stats is not None:
         _traffic(stats, inputs, result.outputs)
+    elif getattr(result, "seconds", 0):
+        print(f"device time: {result.seconds * 1e6:.1f} us")
     return status
 
 
 def _execute(target, func, inputs, sizes, races):
-    try:
-        runner = target.load_runner()
-    except GirError as exc:
-        if target.name == "cuda":
-            print("gir: no CUDA device available (the CUDA runner cannot be loaded)", file=sys.stderr)
-        else:
-            print(f"gir: {exc.message}", file=sys.stderr)
-        return None
+    if target.name == "cuda":
+        from targets.cuda import available
+
+        if not available():
+            print("gir: no CUDA device available (the cuda target needs an NVIDIA GPU and cupy)", file=sys.stderr)
+            return None
+    runner = target.load_runner()
     if target.name == "sim":
         return runner(func, inputs, sizes, warp_size=target.warp_size, check_races=races)
-    try:
-        return runner(func, inputs, sizes)
-    except GirError as exc:
-        if "device" not in exc.message.lower():
-            raise
-        print(f"gir: {exc.message}", file=sys.stderr)
-        return None
-    except Exception as exc:  # a device or driver failure, not a bad program
-        what = "no CUDA device available" if target.name == "cuda" else f"target '{target.name}' failed"
-        print(f"gir: {what}: {exc}", file=sys.stderr)
-        return None
+    return runner(func, inputs, sizes)
 
 
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:
@@ -160,3 +150,13 @@ def _traffic(stats, inputs, outputs) -> None:
     print(f"global traffic: {moved} bytes in 32-byte sectors (read {stats.global_read_bytes}, "
           f"write {stats.global_write_bytes}); compulsory {compulsory} bytes; "
           f"ratio {moved / compulsory if compulsory else float('nan'):.3f}")
+
+
+def _mlu_report(stats: dict, inputs, outputs) -> None:
+    from targets.mlu import MLU370
+
+    compulsory = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
+    roofline = compulsory / MLU370.gdram_bandwidth
+    print(f"simulated time: {stats['seconds'] * 1e6:.2f} us over {len(stats.get('kernels', []))} kernel(s); "
+          f"DMA roofline {roofline * 1e6:.2f} us (ratio {stats['seconds'] / roofline:.3f}); "
+          f"GDRAM traffic {stats['gdram_traffic_bytes']:.0f} bytes vs compulsory {compulsory}")

@@ -51,8 +51,9 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
         for v in vecs:
             kc = -(-cin // (t * v))
             caches = [0]
-            if len(g.C) == 1 and rk.nphases + bool(rk.full_stores) > 1:
-                caches.append(kc)
+            bc = any(c.broadcast and c.mode != "inv" for c in rk.colrefs)
+            if len(g.C) == 1 and (rk.nphases + bool(rk.full_stores) > 1 or bc):
+                caches.append(kc)  # reuse across phases, or broadcast operands kept by persistent blocks
             for cached in caches:
                 pers = [0]
                 if len(g.R) == 1 and rows > 0:
@@ -88,7 +89,10 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     bc_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if c.broadcast)
     out_b = sum(rk.types[n].dtype.nbytes * ncol for n in rk.full_stores) + \
         sum(rk.types[n].dtype.nbytes for n in rk.row_stores)
-    dram = rows * (row_in * passes + out_b) + bc_in
+    # element-wise (gather) operands: lanes `vec` elements apart touch up to `vec` times the sectors
+    waste = sum(c.dtype.nbytes * ncol * (min(cfg.vec, 8) - 1) for c in rk.colrefs
+                if c.mode == "elem" and not c.broadcast)
+    dram = rows * ((row_in + waste) * passes + out_b) + bc_in
     # every block (persistent: once) or every row re-reads broadcast operands, served by L2
     bc_reads = (blocks if (cfg.persistent and cfg.cached) else rows) * passes
     l2 = bc_in * bc_reads
@@ -115,13 +119,55 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
                      "compulsory": rows * (row_in + out_b) + bc_in})
 
 
-def search(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int, check=None) -> list[Estimate]:
+SPLIT_THREADS = 256
+SPLIT_MIN_ROW = 65536  # elements; shorter rows never split
+
+
+def split_candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> list[RowConfig]:
+    """Multi-block rows (passes/schedule/split.py): only for few (< 2 x SMs), very long rows."""
+    from passes.schedule.split import splittable
+    rows = 1
+    for d in rk.g.R:
+        rows *= hint(d, hints)
+    if not splittable(rk) or rows >= 2 * m.sms or hint(rk.g.C[-1], hints) < SPLIT_MIN_ROW:
+        return []
+    return [RowConfig(SPLIT_THREADS, 1, v, 0, 0, 2 * m.sms) for v in sorted({1, vmax})]
+
+
+def estimate_split(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]) -> Estimate:
+    """Two launches; kernel 1 streams the rows with rows x split blocks, kernel 2 reads the partials."""
+    cin = hint(rk.g.C[-1], hints)
+    rows = 1
+    for d in rk.g.R:
+        rows *= hint(d, hints)
+    ncol = 1
+    for d in rk.g.C:
+        ncol *= hint(d, hints)
+    row_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs)
+    part = 4 * len(rk.slots) * rows * cfg.split
+    dram = rows * row_in + 2 * part + sum(rk.types[n].dtype.nbytes for n in rk.row_stores) * rows
+    blocks = rows * cfg.split
+    in_flight = min(blocks, m.sms * (m.max_threads_per_sm // cfg.threads)) * cfg.threads
+    span = cfg.threads * cfg.vec * cfg.split
+    lane_util = cin / (-(-cin // span) * span)
+    util = min(1.0, in_flight / (m.sms * 1024)) * lane_util
+    mlp = min(1.0, 0.55 + 0.15 * cfg.vec)
+    nw = cfg.threads // m.warp
+    secs = dram / m.dram_bw / max(util * mlp, 1e-3) + 2 * m.launch_s + 600 / m.clock_hz
+    secs += rows * ncol * (4 + len(rk.slots)) / (m.sms * 128 * m.clock_hz)
+    return Estimate(cfg, secs, dram, 0.0, blocks, cfg.threads, rk.reg_words(cfg), 4 * nw * len(rk.slots),
+                    {"passes": 1, "lane_util": round(lane_util, 3), "util": round(util, 3),
+                     "compulsory": rows * row_in + sum(rk.types[n].dtype.nbytes for n in rk.row_stores) * rows})
+
+
+def search(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> list[Estimate]:
     """All feasible candidates, best first."""
     ests = []
     for cfg in candidates(rk, m, hints, vmax):
         e = estimate(rk, cfg, m, hints)
         if e is not None:
             ests.append(e)
+    ests += [estimate_split(rk, cfg, m, hints) for cfg in split_candidates(rk, m, hints, vmax)]
     ests.sort(key=lambda e: (e.seconds, -e.config.vec))
     if not ests:
         return ests

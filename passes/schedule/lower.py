@@ -9,6 +9,7 @@ from gir.errors import GirError
 from gir.parser import parse_text
 from gir.printer import format_type
 from gir.shapes import _walk, func_info
+from passes.schedule import split
 from passes.schedule.cost import search
 from passes.schedule.generic import GenericKernel
 from passes.schedule.groups import Group, partition
@@ -114,9 +115,10 @@ def _assemble(func, info, built, choices, stores, results, m, hints):
     for gi, (g, impl) in enumerate(built):
         base = f"{func.name}_{gi}"
         if gi in choices:
-            text, plan = _emit_rows(choices[gi], base, m)
-            kernels.append(text)
+            texts_, plan, extra = _emit_rows(choices[gi], base, m)
+            kernels.extend(texts_)
             plans.append(plan)
+            items.extend(extra)
         elif isinstance(impl, TransposeKernel):
             kernels.append(impl.emit(base, m.warp))
             plans.append(GroupPlan(g.targets, "transpose", [base], estimate={"tile": "32x33 shared"}))
@@ -221,20 +223,26 @@ def _ranked(rk: RowKernel, m, hints, opts) -> list:
     return ranked
 
 
-def _emit_rows(ch: _RowChoice, name: str, m) -> tuple[str, GroupPlan]:
+def _emit_rows(ch: _RowChoice, name: str, m) -> tuple[list[str], GroupPlan, list[str]]:
     rk = ch.rk
     best_cfg, est = ch.current
     guards = _guards(rk, best_cfg)
-    fallback = RowConfig(best_cfg.threads, best_cfg.rows_per_block, 1, 0, best_cfg.persistent)
-    text = rk.emit(best_cfg, name, fallback if guards else None, guards)
+    fallback = RowConfig(best_cfg.threads, best_cfg.rows_per_block, 1, 0, best_cfg.persistent, best_cfg.split)
+    texts = [rk.emit(best_cfg, name, fallback if guards else None, guards)]
+    names, extra = [name], []
     strategy = "row-warp" if best_cfg.rows_per_block > 1 or best_cfg.threads == m.warp else "row-block"
+    if best_cfg.split:
+        extra = split.part_allocs(rk, name, best_cfg.split)
+        texts.append(split.emit_final(rk, best_cfg, f"{name}_final", name))
+        names.append(f"{name}_final")
+        strategy = "row-split"
     info = {}
     if est is not None:
         info = {"seconds": est.seconds, "dram_bytes": est.dram_bytes, "l2_bytes": est.l2_bytes,
                 "blocks": est.blocks, "threads_per_block": est.threads_per_block, "regs": est.regs,
                 "smem": est.smem, **est.notes}
-    return text, GroupPlan([s.stmt.target.name for s in rk.g.stmts], strategy, [name], best_cfg, info,
-                           len(ch.cands))
+    return texts, GroupPlan([s.stmt.target.name for s in rk.g.stmts], strategy, names, best_cfg, info,
+                            len(ch.cands)), extra
 
 
 def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:

@@ -6,183 +6,32 @@ Each phase is one pass over the row's chunks: per-thread partials, then a warp a
 for block teams, a shared-memory exchange. Inputs are cached in registers across phases when
 the row fits (`cached` chunks), otherwise re-read from global memory each phase.
 Lanes map to consecutive elements of the innermost column dim (coalesced), `vec` elements each.
+The analysis of the group (slots, phases, input classes) is in rowplan.py; multi-block rows in split.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gir import ir
-from gir.affine import free_vars, to_affine
-from gir.shapes import FuncInfo, _walk
-from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, prod_expr, region,
-                                  simplify, subst, tile)
-from passes.schedule.groups import Group, cvar, rvar
-from passes.schedule.kinds import BOOL, F32, kind_of
 from gir.printer import format_expr
+from gir.shapes import _walk
+from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, region,
+                                  simplify, subst, tile)
+from passes.schedule.groups import cvar, rvar
+from passes.schedule.kinds import F32
+from passes.schedule.rowplan import ColRef, RowAnalysis, RowConfig, _Unsupported
+
+__all__ = ["RowKernel", "RowConfig", "ColRef", "_Unsupported"]
 
 
-@dataclass(frozen=True)
-class RowConfig:
-    threads: int          # threads per row team (a multiple of the warp size)
-    rows_per_block: int   # > 1: one warp per row, this many warps per block
-    vec: int              # elements per lane access
-    cached: int           # chunks of the row kept in registers (0: re-read every phase)
-    persistent: int = 0   # > 0: this many blocks loop over the rows (grid-stride)
+class RowKernel(RowAnalysis):
+    """Emission of the fused row kernel for one RowConfig."""
 
-
-@dataclass
-class ColRef:
-    ref: ir.Ref
-    mode: str             # vec | inv | elem
-    dtype: ir.DType
-    broadcast: bool       # independent of the row dims (gamma[j])
-    align_ext: ir.Dim | None  # the tensor's last extent (vector alignment needs ext % vec == 0)
-    aligned_offset: bool
-
-
-class RowKernel:
-    def __init__(self, group: Group, info: FuncInfo, stores: set[str], warp: int):
-        self.g, self.info, self.warp = group, info, warp
-        self.types = info.types
-        self.cin = cvar(len(group.C) - 1)
-        self.cin_ext = group.C[-1]
-        self.count = prod_expr(group.C)
-        self.full: dict[str, ir.Expr] = {}
-        self.rowdefs: list[tuple[str, ir.Expr]] = []
-        for st, ren in zip(group.stmts, group.renames):
-            env = {v: V(c) for v, c in ren.items()}
-            val = subst(st.stmt.value, env)
-            if len(st.out_vars) == len(group.R) + len(group.C):
-                self.full[st.stmt.target.name] = val
-            else:
-                self.rowdefs.append((st.stmt.target.name, val))
-        self.full_stores = [n for n in self.full if n in stores]
-        self.row_stores = [n for n, _ in self.rowdefs if n in stores]
-        self.slots: list[tuple[str, ir.Expr, ir.DType]] = []
-        self.rowexprs: dict[str, ir.Expr] = {}
-        self.rowdeps: dict[str, set[str]] = {}
-        rownames = {n for n, _ in self.rowdefs}
-        self.rownames = rownames
-        for name, val in self.rowdefs:
-            self.rowexprs[name] = self._slotify(val)
-        # phases
-        self.slot_phase: list[int] = []
-        ready: dict[str, int] = {}
-        slot_deps = [self._rowrefs(a) for _, a, _ in self.slots]
-        for name, _ in self.rowdefs:
-            e = self.rowexprs[name]
-            r = 0
-            for x in _walk(e):
-                if isinstance(x, ir.Ref) and x.name.startswith("@a"):
-                    s = int(x.name[2:])
-                    while len(self.slot_phase) <= s:
-                        k = len(self.slot_phase)
-                        self.slot_phase.append(max([ready[d] for d in slot_deps[k]], default=0))
-                    r = max(r, self.slot_phase[s] + 1)
-                elif isinstance(x, ir.Ref) and x.name in rownames:
-                    r = max(r, ready[x.name])
-            ready[name] = r
-        self.ready = ready
-        self.nphases = max(self.slot_phase, default=-1) + 1
-        # input references
-        self.colrefs: list[ColRef] = []
-        self.rowrefs: list[ir.Ref] = []
-        exprs = [a for _, a, _ in self.slots] + [self._inline(self.full[n]) for n in self.full_stores] + \
-            list(self.rowexprs.values())
-        for e in exprs:
-            for x in _walk(e):
-                if isinstance(x, ir.Ref) and x.name in self.types and x.name not in rownames \
-                        and x.name not in self.full and not x.name.startswith("@"):
-                    self._add_input(x)
-
-    # ---------------------------------------------------------------- analysis
-    def _inline(self, e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.Ref) and e.name in self.full:
-            return self._inline(self.full[e.name])
-        if isinstance(e, ir.Ref):
-            return e
-        if isinstance(e, ir.BinOp):
-            return ir.BinOp(e.op, self._inline(e.lhs), self._inline(e.rhs))
-        if isinstance(e, ir.UnOp):
-            return ir.UnOp(e.op, self._inline(e.operand))
-        if isinstance(e, ir.Call):
-            return ir.Call(e.fn, tuple(self._inline(a) for a in e.args))
-        if isinstance(e, ir.Reduce):
-            return ir.Reduce(e.op, self._inline(e.arg), e.axes)
-        return e
-
-    def _slotify(self, e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.Reduce):
-            arg = self._inline(e.arg)
-            if any(isinstance(x, ir.Reduce) for x in _walk(arg)):
-                raise _Unsupported("nested reduction")
-            acc = kind_of(e, self.types)
-            acc = F32 if acc == BOOL else acc
-            self.slots.append((e.op, arg, acc))
-            ref = ir.Ref(f"@a{len(self.slots) - 1}", ())
-            return ir.BinOp("/", ref, self.count) if e.op == "mean" else ref
-        if isinstance(e, ir.BinOp):
-            return ir.BinOp(e.op, self._slotify(e.lhs), self._slotify(e.rhs))
-        if isinstance(e, ir.UnOp):
-            return ir.UnOp(e.op, self._slotify(e.operand))
-        if isinstance(e, ir.Call):
-            return ir.Call(e.fn, tuple(self._slotify(a) for a in e.args))
-        return e
-
-    def _rowrefs(self, e: ir.Expr) -> set[str]:
-        return {x.name for x in _walk(e) if isinstance(x, ir.Ref) and x.name in self.rownames}
-
-    def _add_input(self, x: ir.Ref) -> None:
-        names = set().union(*[free_vars(i) for i in x.index]) if x.index else set()
-        cvars = {v for v in names if v.startswith("_c")}
-        dt = self.types[x.name].dtype
-        if not cvars:
-            if x not in self.rowrefs:
-                self.rowrefs.append(x)
-            return
-        if any(c.ref == x for c in self.colrefs):
-            return
-        last = to_affine(x.index[-1])
-        others = set().union(*[free_vars(i) for i in x.index[:-1]]) if len(x.index) > 1 else set()
-        mode = "elem"
-        aligned = False
-        if self.cin not in names:
-            mode = "inv"
-        elif last is not None and last.coeffs.get(self.cin) == 1 and self.cin not in others:
-            mode = "vec"
-            rest = last - ir_aff(self.cin)
-            aligned = rest.const == 0 and not rest.coeffs
-        broadcast = not any(v.startswith("_r") for v in names)
-        self.colrefs.append(ColRef(x, mode, dt, broadcast, self.types[x.name].shape[-1], aligned))
-
-    def uses_cin_value(self, e: ir.Expr) -> bool:
-        """Whether the innermost column variable is used as a value (not only as a tensor index)."""
-        def walk(x):
-            if isinstance(x, ir.Var):
-                return x.name == self.cin
-            if isinstance(x, ir.Ref):
-                return False
-            kids = [x.lhs, x.rhs] if isinstance(x, ir.BinOp) else [x.operand] if isinstance(x, ir.UnOp) else \
-                list(x.args) if isinstance(x, ir.Call) else [x.arg] if isinstance(x, ir.Reduce) else []
-            return any(walk(k) for k in kids)
-        return walk(e)
-
-    def reg_words(self, cfg: RowConfig) -> int:
-        """32-bit registers per thread for the row cache (the dominant term)."""
-        n = max(cfg.cached, 1)
-        words = 0
-        for c in self.colrefs:
-            w = 1 if c.mode == "inv" else cfg.vec
-            words += n * max(1, w * c.dtype.nbytes // 4)
-        return words + 4 * len(self.slots) + 2 * cfg.vec + 16
-
-    # ---------------------------------------------------------------- emission
     def emit(self, cfg: RowConfig, kname: str, fallback: RowConfig | None, guards: list[str]) -> str:
         L = Lines()
         g = self.g
         warp_mode = cfg.rows_per_block > 1
         NW = cfg.rows_per_block if warp_mode else cfg.threads // self.warp
         L.open(f"kernel {kname}")
+        self.kname = kname
         R = list(g.R) if g.R else [1]
         bvars = [f"_b{k}" for k in range(len(R))]
         for k, ext in enumerate(R[:-1]):
@@ -194,6 +43,8 @@ class RowKernel:
             L.open(f"parallel {bvars[-1]} in 0..cdiv({format_expr(last)}, {cfg.rows_per_block}) @block")
         else:
             L.open(f"parallel {bvars[-1]} in 0..{format_expr(last)} @block")
+        if cfg.split:
+            L.open(f"parallel _bs in 0..{cfg.split} @block")
         if not warp_mode and NW > 1:
             for s, (_, _, dt) in enumerate(self.slots):
                 L(alloc(f"_red{s}", dt, [NW], "shared"))
@@ -295,6 +146,9 @@ class RowKernel:
                     L(f"{px}a{s}[0:1] = {combine(op, f'{px}a{s}[0:1]', f'{px}t{s}[0:{VW}]')}")
             self._chunks(L, cfg, chunk)
             self._exchange(L, slots, cfg, NW)
+            if cfg.split:
+                self._store_partials(L, NW)
+                return
             self._rowstats(L, done)
         if self.full_stores:
             if cfg.cached:
@@ -314,14 +168,7 @@ class RowKernel:
                     attrs = f" with vec={vec}, mask" if vec > 1 else " with mask"
                     L(f"store {region(name, parts)} <- {px}o_{name}[0:{VW}]{attrs}")
             self._chunks(L, cfg, store)
-        if self.row_stores:
-            lead = "_l == 0" if warp_mode or NW == 1 else "_w == 0 and _l == 0"
-            L.open(f"if {lead}")
-            for name in self.row_stores:
-                L(f"{px}w_{name}[0:1] = {px}s_{name}[0:1]")
-                parts = [self.rowenv[rvar(k)] for k in range(len(g.R))]
-                L(f"store {region(name, parts)} <- {px}w_{name}[0:1]")
-            L.close()
+        self._store_rows(L, "_l == 0" if warp_mode or NW == 1 else "_w == 0 and _l == 0")
         if row_guard:
             L.close()
         if cfg.persistent:
@@ -329,8 +176,24 @@ class RowKernel:
                 L("sync @block")
             L.close()
 
+    def _store_rows(self, L: Lines, lead: str) -> None:
+        """One thread of the team stores the row results."""
+        if not self.row_stores:
+            return
+        px = self.px
+        L.open(f"if {lead}")
+        for name in self.row_stores:
+            L(f"{px}w_{name}[0:1] = {px}s_{name}[0:1]")
+            parts = [self.rowenv[rvar(k)] for k in range(len(self.g.R))]
+            L(f"store {region(name, parts)} <- {px}w_{name}[0:1]")
+        L.close()
+
+    def _store_partials(self, L: Lines, NW: int) -> None:
+        from passes.schedule.split import store_partials
+        store_partials(self, L, NW, self.kname)
+
     def _tail(self, cfg: RowConfig) -> bool:
-        n = cfg.threads * cfg.vec
+        n = cfg.threads * cfg.vec * max(cfg.split, 1)
         return not (isinstance(self.cin_ext, int) and self.cin_ext % n == 0)
 
     def _rowstats(self, L: Lines, done: set[str]) -> None:
@@ -363,6 +226,14 @@ class RowKernel:
         if cfg.cached:
             L.open(f"for _k in 0..{cfg.cached}")
             kk = V("_k")
+        elif cfg.split:
+            L.open(f"for _k in 0..cdiv({format_expr(dim_expr(self.cin_ext))}, {span * cfg.split})")
+            kk = C(0)
+            cb = add(mul(add(mul(V("_k"), C(cfg.split)), V("_bs")), C(span)), mul(self.tid, C(cfg.vec)))
+            fn(kk, cb)
+            for _ in range(len(self.g.C)):
+                L.close()
+            return
         else:
             L.open(f"for _k in 0..cdiv({format_expr(dim_expr(self.cin_ext))}, {span})")
             kk = C(0)
@@ -459,15 +330,6 @@ class RowKernel:
                 L(f"{px}a{s}[0:1] = {op}({px}x{s}[0:{NW}])")
         for s in slots:
             self._slot_done[s] = True
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def ir_aff(name: str):
-    from gir.affine import Affine
-    return Affine({name: 1}, 0)
 
 
 def subst_simplify(r: ir.Ref, env) -> ir.Ref:

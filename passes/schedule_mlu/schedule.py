@@ -6,6 +6,7 @@ import dataclasses
 from gir import ir
 from gir.shapes import func_info
 from gir.verifier import verify_module
+from passes.schedule_mlu.colreduce import colreduce_func
 from passes.schedule_mlu.fallback import scalar_kernel
 from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from passes.schedule_mlu.placement import solve_placement
@@ -78,7 +79,16 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
             pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows)
             items.append(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), f"{func.name}_mlu"))
         except NotRowModel:
-            mode = "opbyop"
+            try:
+                items.extend(colreduce_func(spec, info, tasks))
+            except NotRowModel:
+                mode = "opbyop"
+    if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
+        try:
+            items.extend(colreduce_func(spec, info, tasks))
+            mode = "done"
+        except NotRowModel:
+            pass
     if mode in ("opbyop", "scalar"):
         results = {p.name for p in spec.results}
         for k, st in enumerate(info.stmts):
@@ -100,3 +110,10 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     out = dataclasses.replace(spec, body=tuple(items))
     verify_module(ir.Module((out,)))
     return out
+
+
+def lower_module(module: ir.Module, target: str = "mlu", options: dict | None = None) -> ir.Module:
+    """Every operator-layer function of `module` scheduled for the MLU (`options["sizes"]` binds every size);
+    explicit functions pass through. The entry point of `gir run --target mlu-sim`."""
+    sizes = dict((options or {}).get("sizes") or {})
+    return ir.Module(tuple(f if f.is_explicit else schedule_mlu(f, sizes) for f in module.funcs))

@@ -11,6 +11,15 @@ from gir import ir
 from gir.evaluate import bind_sizes
 
 
+class MluStats(dict):
+    """A dict of run statistics that also answers the attribute names of the other runners' stats
+    (`global_bytes`, `global_read_bytes`, `global_write_bytes`: GDRAM bytes), as `gir run` prints them."""
+
+    global_bytes = property(lambda self: int(self["gdram_traffic_bytes"]))
+    global_read_bytes = property(lambda self: int(self["gdram_read_bytes"]))
+    global_write_bytes = property(lambda self: int(self["gdram_write_bytes"]))
+
+
 @dataclass
 class MluRunResult:
     outputs: dict[str, np.ndarray]
@@ -24,41 +33,51 @@ def _dev_dtype(dt: ir.DType) -> np.dtype:
 
 
 def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None,
-             mode: str = "fused", pipeline: bool = True, allow_sram: bool = True, machine=None) -> MluRunResult:
+             mode: str = "fused", pipeline: bool = True, allow_sram: bool = True, machine=None,
+             values: bool = True) -> MluRunResult:
+    """``values=False``: timing-only simulation (`targets.mlu.ShapeOnly` for every GDRAM buffer, nothing allocated);
+    ``inputs`` may be None (then every size must be in ``sizes``) and no outputs are returned."""
+    import time
     from codegen.mlu import emit_func
     from passes.schedule_mlu import schedule_mlu
-    from targets.mlu import MLU370, parse_program, simulate
+    from targets.mlu import MLU370, ShapeOnly, parse_program, simulate
 
     func = func_or_module.funcs[0] if isinstance(func_or_module, ir.Module) else func_or_module
     machine = machine or MLU370
-    sizes = bind_sizes(func, inputs, sizes)
+    inputs = inputs or {}
+    sizes = bind_sizes(func, inputs, sizes) if values or inputs else dict(sizes or {})
+    t0 = time.perf_counter()
     explicit = schedule_mlu(func, sizes, mode=mode, allow_sram=allow_sram) if not func.is_explicit else func
     kernels = emit_func(explicit, pipeline=pipeline)
     text = "".join(k.source for k in kernels)
     program = parse_program(text, f"{func.name}.mlu")
+    compile_seconds = time.perf_counter() - t0
     shapes = {p.name: (tuple(p.type.shape), p.type.dtype) for p in explicit.params + explicit.results}
     for item in explicit.body:
         if isinstance(item, ir.Alloc):
             shapes[item.name] = (tuple(item.type.shape), item.type.dtype)
     mem = {}
     for name, (shape, dt) in shapes.items():
-        if name in inputs:
+        if not values:
+            mem[name] = ShapeOnly(shape, _dev_dtype(dt))
+        elif name in inputs:
             mem[name] = np.ascontiguousarray(np.asarray(inputs[name]).astype(_dev_dtype(dt)).reshape(shape))
         else:
             mem[name] = np.zeros(shape, _dev_dtype(dt))
-    stats = {"seconds": 0.0, "cycles": 0.0, "gdram_read_bytes": 0.0, "gdram_write_bytes": 0.0,
-             "gdram_traffic_bytes": 0.0, "kernels": []}
+    stats = MluStats({"seconds": 0.0, "cycles": 0.0, "gdram_read_bytes": 0.0, "gdram_write_bytes": 0.0,
+             "gdram_traffic_bytes": 0.0, "kernels": [], "compile_seconds": compile_seconds})
     for k in kernels:
         args = {n: mem[n] for n in k.metadata["params"]}
-        res = simulate(program, k.name, args, k.metadata["task_dim"], machine)
-        mem.update({n: res.outputs[n] for n in k.metadata["params"]})
+        res = simulate(program, k.name, args, k.metadata["task_dim"], machine, values=values)
+        if values:
+            mem.update({n: res.outputs[n] for n in k.metadata["params"]})
         stats["seconds"] += res.seconds
         stats["cycles"] += res.cycles
         for key in ("gdram_read_bytes", "gdram_write_bytes", "gdram_traffic_bytes"):
             stats[key] += res.bytes.get(key, 0.0)
         stats["kernels"].append((k.name, res.seconds))
     outs = {}
-    for p in func.results:
+    for p in (func.results if values else ()):
         v = mem[p.name]
         outs[p.name] = v.astype(bool) if p.type.dtype == ir.DType.bool else v.astype(p.type.dtype.numpy)
     return MluRunResult(outs, stats, text, explicit)

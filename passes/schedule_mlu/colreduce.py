@@ -1,0 +1,164 @@
+"""Column / middle-axis reductions → explicit MLU GIR: `y[b, d] = OP_s x[b, s, d]` (and `y[d] = OP_i x[i, d]`).
+
+The input is viewed as [B, S, D] (B = 1 without an outer axis). The S axis is cut into tiles of R rows and the
+tiles of each b into P parts; a work unit (b, p) is one core's job (units are assigned cyclically to the cores):
+
+    acc[0:D] = identity
+    for k in 0..tiles of the part {                      # loads then computes: software-pipelined by codegen
+      load x_t[0:R, 0:D] <- x[b, s0:s0 + R, 0:D]
+      cs[0:D] = OP(x_t[0:R, 0:D], axis=0)               # __bang_reduce_*_cols
+      acc[0:D] = acc[0:D] OP cs[0:D]
+    }
+    (last part only: the same for the tail tile of S % R rows, with its exact size)
+    store y[b, 0:D] <- acc            (P == 1)   or   store part[b, p, 0:D] <- acc   (P > 1)
+
+With P > 1 a second kernel combines the partials per (b, column chunk): load part[b, 0:P, chunk], reduce over
+axis 0, store. Every shape is static (sizes are specialised), so tails need no masks.
+"""
+from __future__ import annotations
+
+from gir import ir
+from passes.schedule_mlu import build as B
+from passes.schedule_mlu import layout as L
+from passes.schedule_mlu.rowmodel import NotRowModel
+
+F32 = ir.DType.f32
+UNIT = B.add(B.mul(B.v("it_"), 32), B.v("task_"))   # the work unit of iteration it_ on core task_ (32 tasks)
+IDENT = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
+NRAM_BUDGET = 512 * 1024
+
+
+def match_colreduce(spec: ir.Func, info) -> tuple | None:
+    """(x, y, op, B, S, D, has_outer) when `spec` (sizes specialised) is one column/middle-axis reduction."""
+    if len(info.stmts) != 1 or len(spec.results) != 1:
+        return None
+    st = info.stmts[0]
+    val = st.stmt.value
+    if not isinstance(val, ir.Reduce) or val.op not in IDENT or not isinstance(val.arg, ir.Ref):
+        return None
+    x, y = val.arg, st.stmt.target
+    if any(not isinstance(i, ir.Var) for i in x.index + y.index):
+        return None
+    params = {p.name: p for p in spec.params}
+    if x.name not in params or y.name != spec.results[0].name:
+        return None
+    if params[x.name].type.dtype != F32 or spec.results[0].type.dtype != F32:
+        return None
+    xv = [i.name for i in x.index]
+    yv = [i.name for i in y.index]
+    red = [v for v in xv if v not in yv]
+    if len(red) != 1 or len(set(xv)) != len(xv) or [v for v in xv if v in yv] != yv:
+        return None
+    k = xv.index(red[0])
+    if k == len(xv) - 1 or len(xv) - k - 1 != 1 or k > 1 or _n(spec, x.name, k + 1) < 2:
+        return None      # reductions over the last axis are row reductions; one inner axis, at most one outer
+    shape = params[x.name].type.shape
+    b = shape[0] if k == 1 else 1
+    return x.name, y.name, val.op, b, shape[k], shape[k + 1], k == 1
+
+
+def _n(spec, name, axis) -> int:
+    d = next(p for p in spec.params if p.name == name).type.shape[axis]
+    return d if isinstance(d, int) else 0
+
+
+def _idx(outer, b, *rest):
+    return ((b,) if outer else ()) + rest
+
+
+def colreduce_func(spec: ir.Func, info, tasks: int = 32) -> list:
+    """Items (gdram allocs and kernels) of the explicit function for a matched column reduction."""
+    m = match_colreduce(spec, info)
+    if m is None or tasks != 32:
+        raise NotRowModel("not a column reduction")
+    xn, yn, op, nb, s, d, outer = m
+    p_d = L.pitch((1, d))
+    r = max(1, min(64, s, NRAM_BUDGET // (p_d * 4 * 2)))
+    if NRAM_BUDGET // (p_d * 4 * 2) < 1:
+        raise NotRowModel("a row does not fit NRAM")
+    ntiles = -(-s // r)
+    parts = min(ntiles, max(1, tasks // nb))
+    tp = -(-ntiles // parts)
+    parts = -(-ntiles // tp)
+    full, tail = s // r, s % r
+    units = nb * parts
+    name = spec.name
+    red = "sum" if op == "mean" else op
+    combine = {"sum": "+", "max": "max", "min": "min"}[red]
+
+    def accum(acc, cs):
+        a, c = B.ref(acc, B.sl(0, d)), B.ref(cs, B.sl(0, d))
+        return ir.Assign(a, ir.BinOp("+", a, c) if combine == "+" else ir.Call(combine, (a, c)))
+
+    bvar = ir.BinOp("//", UNIT, B.c(parts)) if parts > 1 else UNIT
+    punit = ir.BinOp("%", UNIT, B.c(parts)) if parts > 1 else B.c(0)
+    pvar = B.v("p_")     # a one-trip loop over punit, so that tile offsets are affine in loop variables
+
+    def tile_steps(rows, s0):
+        ld = B.move("load", B.ref("x_t", B.sl(0, rows), B.sl(0, d)), ir.Ref(xn, _idx(outer, bvar, B.sl(s0, rows),
+                                                                                      B.sl(0, d))))
+        cs = ir.Assign(B.ref("cs_t", B.sl(0, d)), ir.Reduce(red, B.ref("x_t", B.sl(0, rows), B.sl(0, d)), (0,)))
+        return [ld, cs, accum("acc_t", "cs_t")]
+
+    def loop(count):
+        s0 = B.mul(B.add(B.mul(pvar, tp), B.v("k_")), r)
+        return ir.For("k_", B.c(0), B.c(count), tuple(tile_steps(r, s0)))
+
+    last_full = full - (parts - 1) * tp
+    last = ([loop(last_full)] if last_full > 0 else []) + (tile_steps(tail, B.c(s - tail)) if tail else [])
+    body: list = [ir.Assign(B.ref("acc_t", B.sl(0, d)), B.c(IDENT[op]))]
+    if parts == 1:
+        body += last
+    else:
+        body.append(ir.If(ir.BinOp("==", pvar, B.c(parts - 1)), tuple(last), (loop(tp),)))
+    items: list = []
+    if parts == 1:
+        if op == "mean":
+            body.append(ir.Assign(B.ref("acc_t", B.sl(0, d)), ir.BinOp("*", B.ref("acc_t", B.sl(0, d)), B.c(1.0 / s))))
+        body.append(B.move("store", ir.Ref(yn, _idx(outer, bvar, B.sl(0, d))), B.ref("acc_t", B.sl(0, d))))
+    else:
+        part = f"{name}_part"
+        items.append(B.alloc(part, F32, (nb, parts, d), "gdram"))
+        body.append(B.move("store", B.ref(part, bvar, pvar, B.sl(0, d)), B.ref("acc_t", B.sl(0, d))))
+    body = [ir.For("p_", punit, B.add(punit, 1), tuple(body))]
+    allocs = [B.alloc("x_t", F32, (r, d), "nram"), B.alloc("cs_t", F32, (d,), "nram"),
+              B.alloc("acc_t", F32, (d,), "nram")]
+    items.append(_unit_kernel(f"{name}_mlu", units, tasks, allocs, body))
+    if parts > 1:
+        items.append(_combine_kernel(f"{name}_mlu_combine", spec, yn, op, red, nb, parts, d, s, outer, tasks))
+    return items
+
+
+def _unit_kernel(name, units, tasks, allocs, body) -> ir.Kernel:
+    trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), B.v("task_")), tasks - 1), B.c(tasks))
+    loop = ir.For("it_", B.c(0), trips, tuple(body))
+    par = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(allocs) + (loop,))
+    return ir.Kernel(name, (par,), (("task_dim", str(tasks)),))
+
+
+def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks) -> ir.Kernel:
+    dc = L.round_up(max(1, -(-d // max(1, tasks // nb))), L.PITCH)
+    dc = max(L.PITCH, min(dc, (128 * 1024) // (parts * 4) // L.PITCH * L.PITCH))
+    dc = min(dc, d)
+    chunks = -(-d // dc)
+    dl = d - (chunks - 1) * dc
+    part = f"{spec.name}_part"
+    bvar = ir.BinOp("//", UNIT, B.c(chunks)) if chunks > 1 else UNIT
+    cunit = ir.BinOp("%", UNIT, B.c(chunks)) if chunks > 1 else B.c(0)
+    cvar = B.v("c_")
+
+    def steps(width):
+        c0 = B.mul(cvar, dc)
+        ld = B.move("load", B.ref("p_t", B.sl(0, parts), B.sl(0, width)), B.ref(part, bvar, B.sl(0, parts),
+                                                                                 B.sl(c0, width)))
+        o = B.ref("o_t", B.sl(0, width))
+        out = [ld, ir.Assign(o, ir.Reduce(red, B.ref("p_t", B.sl(0, parts), B.sl(0, width)), (0,)))]
+        if op == "mean":
+            out.append(ir.Assign(o, ir.BinOp("*", o, B.c(1.0 / s))))
+        out.append(B.move("store", ir.Ref(yn, _idx(outer, bvar, B.sl(c0, width))), o))
+        return out
+    body = steps(dc) if dl == dc else [ir.If(ir.BinOp("==", cvar, B.c(chunks - 1)), tuple(steps(dl)),
+                                                 tuple(steps(dc)))]
+    body = [ir.For("c_", cunit, B.add(cunit, 1), tuple(body))]
+    allocs = [B.alloc("p_t", F32, (parts, dc), "nram"), B.alloc("o_t", F32, (dc,), "nram")]
+    return _unit_kernel(name, nb * chunks, tasks, allocs, body)
