@@ -44,7 +44,7 @@ def run(args) -> int:
     print(table)
     for f in files:
         print(f"wrote {f}")
-    return 1 if any(r["status"] == "FAIL" for r in rows) else 0
+    return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
 
 
 __all__ = ["register", "run", "Path"]

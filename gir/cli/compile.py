@@ -37,6 +37,8 @@ def register(sub) -> None:
     p.add_argument("--index-type", choices=["auto", "int32", "int64"], default="auto",
                    help="C type of index arithmetic (auto: int64 only if a tensor has > 2^31-1 "
                         "elements at the given sizes)")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the static kernel checks (bounds, races, barriers, alignment, overflow, capacity)")
     p.add_argument("--passes", metavar="PIPELINE", help="pass pipeline to run on the explicit GIR")
     inst = _instruments()
     if inst is not None:
@@ -75,6 +77,17 @@ def run_passes(module: ir.Module, args) -> ir.Module:
     return pm.run(module)
 
 
+def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
+    """Prove the kernels safe (bounds, races, barriers, alignment, overflow, capacity) before emitting code;
+    an error stops the compilation before any file is written."""
+    if getattr(args, "no_check", False):
+        return
+    from passes.analysis.checks import check_module
+
+    for warning in check_module(module, target, sizes or None, False):
+        print(warning.format(), file=sys.stderr)
+
+
 def run(args) -> int:
     from codegen import combined_source, emit_module
     from gir.printer import print_module
@@ -86,6 +99,7 @@ def run(args) -> int:
     module = lower(load_verified(args.file), args.target, sizes)
     module = run_passes(module, args)
     verify_module(module)
+    check_kernels(module, args.target, sizes, args)
     kernels = emit_module(module, args.target, sizes, {"index_type": args.index_type})
     gir_text = print_module(module)
     if not args.output:
@@ -127,6 +141,7 @@ def _run_mlu(args, sizes) -> int:
     if not sizes and any(f.size_symbols() for f in module.funcs if not f.is_explicit):
         raise GirError("--target mlu needs --sizes (MLU kernels have static tiles), e.g. --sizes M=4096,N=1024")
     funcs = [f if f.is_explicit else schedule_mlu(f, sizes) for f in module.funcs]
+    check_kernels(ir.Module(tuple(funcs)), "mlu", sizes, args)
     srcs = {f.name: emit_func(f) for f in funcs}
     gir_text = print_module(ir.Module(tuple(funcs)))
     if not args.output:

@@ -27,7 +27,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
     p.add_argument("--func", dest="func_name", help="function to run (default: the first)")
     p.add_argument("--check", action="store_true",
-                   help="also prove the kernels safe with the static checks before running")
+                   help="also prove scheduled kernels safe with the static checks (explicit files always are)")
+    p.add_argument("--no-check", action="store_true", help="skip the static checks of explicit files")
     p.add_argument("--reference", metavar="FILE", help="operator-layer file to compare an explicit program with")
     p.add_argument("--no-races", action="store_true", help="skip race detection on the simulator (faster)")
     p.set_defaults(func=run)
@@ -58,6 +59,7 @@ def run(args) -> int:
     module = load_verified(args.file)
     func = _pick(module, args.func_name, args.file)
     reference = None
+    check = args.check or (func.is_explicit and not args.no_check)
     if not func.is_explicit:
         reference = func
         if target.family == "gpu":  # the MLU runner schedules operator-layer functions itself
@@ -68,7 +70,7 @@ def run(args) -> int:
                           args.reference)
         if reference.is_explicit:
             raise GirError(f"the reference '{reference.name}' in {args.reference} is not operator-layer")
-    if args.check:
+    if check:
         try:
             from passes.analysis.checks import check_module
         except ImportError as exc:

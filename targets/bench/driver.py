@@ -1,6 +1,7 @@
 """Runs a list of cases on one target: progress, measurement, JSON/CSV/PNG, summary table."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from gir.cli.common import parse_sizes
@@ -43,6 +44,7 @@ def run_bench(cases: list[Case], args, argv: list[str]):
             row.update(runner.measure(case))
         except GirError as exc:
             row.update(status="ERROR", note=exc.format().splitlines()[0])
+            print(exc.format(), file=sys.stderr)
         rows.append(row)
         progress.step(f"{case.label}: {row.get('status')}")
     out = Path(args.out)
