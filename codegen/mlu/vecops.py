@@ -151,6 +151,11 @@ class VecEmitter:
         if swapped and fn not in COMMUTES:
             fn = "r" + fn
         p = dst.pitch
+        if fn == "div":   # x / s[r] as x * (1 / s[r]): one scalar reciprocal per row, a simple-class vector op
+            self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
+                            f"{{ __bang_mul_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, 1.0f / {row.at('r_')}, "
+                            f"{p}); }}")
+            return
         self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
                         f"{{ __bang_{fn}_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, {row.at('r_')}, {p}); }}")
 

@@ -12,9 +12,17 @@ from gir.errors import GirError
 SUBCOMMANDS = ["check", "fmt", "eval", "compile", "run", "analyze", "opt", "passes_cmd", "bench"]
 
 EPILOG = """examples:
-  gir check samples/softmax.gir                 verify a program (exit 1 with file:line:col diagnostics)
-  gir fmt -i samples/softmax.gir                rewrite a file in canonical form
-  gir eval samples/softmax.gir --sizes M=4,N=7  run the reference evaluator on random inputs
+  gir check samples/softmax.gir                    verify a program; prove explicit kernels safe
+  gir fmt -i samples/softmax.gir                   rewrite a file in canonical form
+  gir eval samples/softmax.gir --sizes M=4,N=7     run the numpy reference evaluator on random inputs
+  gir run samples/softmax.gir --sizes M=1000,N=1025            compile, run on the SIMT simulator, compare
+  gir run samples/layernorm.gir --target mlu-sim --sizes M=512,N=768    same on the simulated MLU
+  gir compile samples/layernorm.gir --target cuda --emit gir   print the chosen explicit kernels
+  gir compile samples/layernorm.gir --target hip -o out/       write HIP source + launch metadata (JSON)
+  gir analyze samples/explicit/softmax_rows.gir --sizes M=4096 bytes per memory level vs compulsory
+  gir opt samples/softmax.gir --passes 'canonicalize,cse,dce' --print-ir-after-change
+  gir passes                                       list passes (built-ins and plugins)
+  gir bench softmax --target sim --quick           benchmark a suite; JSON, CSV and PNG in bench-out/
 """
 
 

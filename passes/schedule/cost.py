@@ -17,7 +17,7 @@ REG_CACHE_WORDS = 160  # registers per thread we allow the row cache to take (of
 # traffic goal counts them: we charge them at half the DRAM bandwidth's cost (share = 2).
 L2_REREAD_BW_SHARE = 2.0
 TRAFFIC_GOAL = 1.05   # total global bytes / compulsory bytes we aim for
-TIME_SLACK = 1.3      # ... when the lean candidate's estimate is within this factor of the best
+TIME_SLACK = 1.6      # ... when the lean candidate's estimate is within this factor of the best
 
 
 @dataclass
