@@ -24,7 +24,7 @@ def specialize(func: ir.Func, sizes: dict[str, int]) -> ir.Func:
     missing = [s for s in func.size_symbols() if s not in sizes]
     if missing:
         from gir.errors import GirError
-        raise GirError(f"the MLU target needs values for sizes {', '.join(missing)} (use --size)", func.loc)
+        raise GirError(f"the MLU target needs values for sizes {', '.join(missing)} (use --sizes NAME=INT,...)", func.loc)
     ps = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.params)
     rs = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.results)
     body = tuple(dataclasses.replace(s, value=_fold_sizes(s.value, sizes),
