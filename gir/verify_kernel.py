@@ -214,7 +214,8 @@ class KernelVerifier:
         if buf is None:
             self.diag.error(f"undefined buffer '{ref.name}'", ref.loc)
             return None
-        self._family(buf.level.family, ref.loc) if not buf.level.off_chip else None
+        if not buf.level.off_chip:
+            self._family(buf.level.family, ref.loc)
         if len(ref.index) != buf.type.rank:
             self.diag.error(f"'{ref.name}' has rank {buf.type.rank} but is indexed with {len(ref.index)} indices",
                             ref.loc)
