@@ -228,7 +228,7 @@ def _emit_rows(ch: _RowChoice, name: str, m) -> tuple[list[str], GroupPlan, list
     best_cfg, est = ch.current
     guards = _guards(rk, best_cfg)
     fallback = RowConfig(best_cfg.threads, best_cfg.rows_per_block, 1, 0, best_cfg.persistent, best_cfg.split)
-    texts = [rk.emit(best_cfg, name, fallback if guards else None, guards)]
+    texts = [rk.emit(best_cfg, name, fallback if guards else None, guards, _middle(rk, best_cfg, guards))]
     names, extra = [name], []
     strategy = "row-warp" if best_cfg.rows_per_block > 1 or best_cfg.threads == m.warp else "row-block"
     if best_cfg.split:
@@ -245,6 +245,20 @@ def _emit_rows(ch: _RowChoice, name: str, m) -> tuple[list[str], GroupPlan, list
                             len(ch.cands)), extra
 
 
+def _middle(rk: RowKernel, cfg: RowConfig, guards: list[str]) -> list[tuple[list[str], RowConfig]]:
+    """Between a vectorised register-cached path and the scalar re-reading fallback: the same row cache
+    with vec = 1 (coalesced scalar lanes, masked tail), for row lengths that are not multiples of the
+    vector width. Every element is then still read once and written once."""
+    if not (cfg.cached and cfg.vec > 1 and not cfg.split):
+        return []
+    mid = RowConfig(cfg.threads, cfg.rows_per_block, 1, cfg.cached * cfg.vec, cfg.persistent, 0,
+                    cfg.inner * cfg.vec)
+    mg = _guards(rk, mid)
+    if not mg or mg == guards:
+        return []
+    return [(mg, mid)]
+
+
 def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:
     from gir.printer import format_expr
     from passes.schedule.emit import dim_expr
@@ -256,6 +270,12 @@ def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:
             g = f"{e} % {cfg.vec} == 0"
             if isinstance(e, str) and g not in guards:
                 guards.append(g)
-    if cfg.cached and not isinstance(rk.cin_ext, int):
+    if cfg.cached and cfg.inner:
+        outer = rk.g.C[0]
+        if not isinstance(outer, int):
+            guards.append(f"{outer} <= {cfg.cached // cfg.inner}")
+        if not isinstance(rk.cin_ext, int):
+            guards.append(f"{format_expr(dim_expr(rk.cin_ext))} <= {cfg.inner * cfg.threads * cfg.vec}")
+    elif cfg.cached and not isinstance(rk.cin_ext, int):
         guards.append(f"{format_expr(dim_expr(rk.cin_ext))} <= {cfg.cached * cfg.threads * cfg.vec}")
     return guards

@@ -25,6 +25,13 @@ class RowConfig:
     cached: int           # chunks of the row kept in registers (0: re-read every phase)
     persistent: int = 0   # > 0: this many blocks loop over the rows (grid-stride)
     split: int = 0        # > 0: each row is split across this many blocks (partials kernel + final kernel)
+    inner: int = 0        # rows with two column dims (C0, C1) cached: chunks per C1 row (cached = C0 cap x inner)
+
+
+def staged_rows(cfg: RowConfig, warp: int) -> bool:
+    """Whether per-row scalar operands (label[i]) go through shared memory: block teams of several warps
+    load them once per row (one thread, one sector) instead of once per warp."""
+    return cfg.rows_per_block == 1 and cfg.threads // warp > 1 and not cfg.split
 
 
 @dataclass
@@ -172,7 +179,8 @@ class RowAnalysis:
         words = 0
         for c in self.colrefs:
             w = 1 if c.mode == "inv" else cfg.vec
-            words += n * max(1, w * c.dtype.nbytes // 4)
+            k = cfg.cached // cfg.inner if (c.mode == "inv" and cfg.inner) else n
+            words += k * max(1, w * c.dtype.nbytes // 4)
         return words + 4 * len(self.slots) + 2 * cfg.vec + 16
 
     # ---------------------------------------------------------------- emission

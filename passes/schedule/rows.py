@@ -17,7 +17,7 @@ from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx
                                   simplify, subst, tile)
 from passes.schedule.groups import cvar, rvar
 from passes.schedule.kinds import F32
-from passes.schedule.rowplan import ColRef, RowAnalysis, RowConfig, _Unsupported
+from passes.schedule.rowplan import ColRef, RowAnalysis, RowConfig, _Unsupported, staged_rows
 
 __all__ = ["RowKernel", "RowConfig", "ColRef", "_Unsupported"]
 
@@ -25,7 +25,10 @@ __all__ = ["RowKernel", "RowConfig", "ColRef", "_Unsupported"]
 class RowKernel(RowAnalysis):
     """Emission of the fused row kernel for one RowConfig."""
 
-    def emit(self, cfg: RowConfig, kname: str, fallback: RowConfig | None, guards: list[str]) -> str:
+    def emit(self, cfg: RowConfig, kname: str, fallback: RowConfig | None, guards: list[str],
+             middle: list[tuple[list[str], RowConfig]] | None = None) -> str:
+        """The kernel text. With guards: `if guards { cfg } else if g1 { m1 } ... else { fallback }`,
+        where `middle` holds the intermediate (guards, config) variants."""
         L = Lines()
         g = self.g
         warp_mode = cfg.rows_per_block > 1
@@ -48,17 +51,27 @@ class RowKernel(RowAnalysis):
         if not warp_mode and NW > 1:
             for s, (_, _, dt) in enumerate(self.slots):
                 L(alloc(f"_red{s}", dt, [NW], "shared"))
+        if staged_rows(cfg, self.warp):
+            for i, r in enumerate(self.rowrefs):
+                L(alloc(f"_sv{i}", self.types[r.name].dtype, [1], "shared"))
         L.open(f"parallel _w in 0..{NW} @warp")
         L.open(f"parallel _l in 0..{self.warp} @lane")
         if guards and fallback is not None:
-            self._allocs(L, cfg, "_p", NW)
+            chain = [(guards, cfg)] + [(gs, c) for gs, c in (middle or []) if gs]
+            prefixes = ["_p", "_m", "_n", "_o"][:len(chain)]
+            for px, (_, c) in zip(prefixes, chain):
+                self._allocs(L, c, px, NW)
             self._allocs(L, fallback, "_q", NW)
-            L.open(f"if {' and '.join(guards)}")
-            self._body(L, cfg, "_p", NW, bvars)
-            L.depth -= 1
-            L.open("} else")
+            opened = 0
+            for px, (gs, c) in zip(prefixes, chain):
+                L.open(f"if {' and '.join(gs)}")
+                self._body(L, c, px, NW, bvars)
+                L.depth -= 1
+                L.open("} else")
+                opened += 1
             self._body(L, fallback, "_q", NW, bvars)
-            L.close()
+            for _ in range(opened):
+                L.close()
         else:
             self._allocs(L, cfg, "_p", NW)
             self._body(L, cfg, "_p", NW, bvars)
@@ -69,7 +82,8 @@ class RowKernel(RowAnalysis):
     def _allocs(self, L: Lines, cfg: RowConfig, px: str, NW: int) -> None:
         n = max(cfg.cached, 1)
         for i, c in enumerate(self.colrefs):
-            L(alloc(f"{px}i{i}", c.dtype, [n, 1 if c.mode == "inv" else cfg.vec], "reg"))
+            k = cfg.cached // cfg.inner if (c.mode == "inv" and cfg.inner) else n
+            L(alloc(f"{px}i{i}", c.dtype, [k, 1 if c.mode == "inv" else cfg.vec], "reg"))
         for i, r in enumerate(self.rowrefs):
             L(alloc(f"{px}v{i}", self.types[r.name].dtype, [1], "reg"))
         for s, (_, _, dt) in enumerate(self.slots):
@@ -116,8 +130,17 @@ class RowKernel(RowAnalysis):
                                         ext_last % (cfg.rows_per_block * max(cfg.persistent, 1)) == 0)
         if row_guard:
             L.open(f"if {fx(rowlast)} < {format_expr(dim_expr(ext_last))}")
-        for i, r in enumerate(self.rowrefs):
-            L(f"load {px}v{i}[0:1] <- {format_expr(subst(r, rowenv))}")
+        if self.rowrefs and staged_rows(cfg, self.warp):
+            L.open("if _w == 0 and _l == 0")
+            for i, r in enumerate(self.rowrefs):
+                L(f"load _sv{i}[0:1] <- {format_expr(subst(r, rowenv))}")
+            L.close()
+            L("sync @block")
+            for i, r in enumerate(self.rowrefs):
+                L(f"copy {px}v{i}[0:1] <- _sv{i}[0:1]")
+        else:
+            for i, r in enumerate(self.rowrefs):
+                L(f"load {px}v{i}[0:1] <- {format_expr(subst(r, rowenv))}")
         for s, (op, _, dt) in enumerate(self.slots):
             L(f"{px}a{s}[0:1] = {identity(op, dt)}")
         done: set[str] = set()
@@ -223,7 +246,10 @@ class RowKernel(RowAnalysis):
         span = cfg.threads * cfg.vec
         for m in range(len(self.g.C) - 1):
             L.open(f"for _k{m} in 0..{format_expr(dim_expr(self.g.C[m]))}")
-        if cfg.cached:
+        if cfg.cached and cfg.inner:  # two column dims: chunk (_k0, _k) is register slot _k0 * inner + _k
+            L.open(f"for _k in 0..{cfg.inner}")
+            kk = add(mul(V("_k0"), C(cfg.inner)), V("_k"))
+        elif cfg.cached:
             L.open(f"for _k in 0..{cfg.cached}")
             kk = V("_k")
         elif cfg.split:
@@ -254,7 +280,11 @@ class RowKernel(RowAnalysis):
         for i in idx:
             c = self.colrefs[i]
             dst = f"{self.px}i{i}"
-            if c.mode == "inv":
+            if c.mode == "inv" and self.cfg.inner:  # hoisted: once per outer column index
+                L.open("if _k == 0")
+                L(f"load {dst}[_k0, 0:1] <- {format_expr(subst(c.ref, env))}")
+                L.close()
+            elif c.mode == "inv":
                 L(f"load {dst}[{fx(kk)}, 0:1] <- {format_expr(subst(c.ref, env))}")
             elif c.mode == "vec":
                 parts = [subst(x, env) for x in c.ref.index[:-1]] + [(subst(c.ref.index[-1], env), VW)]
@@ -292,7 +322,7 @@ class RowKernel(RowAnalysis):
             for i, c in enumerate(self.colrefs):
                 if c.ref == e:
                     if c.mode == "inv":
-                        return tile(f"{self.px}i{i}", [kk, (C(0), 1)])
+                        return tile(f"{self.px}i{i}", [V("_k0") if self.cfg.inner else kk, (C(0), 1)])
                     return tile(f"{self.px}i{i}", [kk, (elem, 1) if elem is not None else (C(0), VW)])
             raise _Unsupported(f"unplanned reference {e.name}")
         if isinstance(e, ir.Var):

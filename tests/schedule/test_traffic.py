@@ -36,14 +36,7 @@ SIZES = {
     "permute0213": {"B": 16, "S": 512, "H": 16, "D": 128},
     "reduce_mid": {"B": 16, "S": 1024, "D": 1024},
 }
-XFAIL = {
-    "group_norm": "rows with two column dims (CG, HW) are not cached in registers yet: x is read once per "
-                  "phase (mean, variance, output) = 3 reads + 1 write ≈ 2.06x",
-}
-# not fixed in time (measured 1.103x / 1.094x): the search picks a persistent grid (2112 / ~400 blocks) whose
-# once-per-block loads of the broadcast operands (gamma/beta, w) exceed 5% of the compulsory bytes.
-XFAIL["layernorm_768"] = "persistent grid re-reads gamma/beta once per block: 1.10x (cost-model choice, open)"
-XFAIL["onehot"] = "persistent grid re-reads w once per block: 1.09x (cost-model choice, open)"
+XFAIL: dict[str, str] = {}   # none left (group_norm, layernorm_768, onehot fixed)
 GOAL = 1.05
 ROWS: dict[str, tuple] = {}
 
