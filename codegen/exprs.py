@@ -253,6 +253,9 @@ class Compute:
 
     def call(self, e: ir.Call, args: list[tuple[C.CExpr, str]]) -> tuple[C.CExpr, str]:
         fn = e.fn
+        if fn == "transpose":
+            raise GirError("transpose() is MLU-only (__bang_transpose); on GPUs transpose through shared tiles "
+                           "(load rows, store columns)", e.loc)
         if fn in ir.CASTS:
             x, k = args[0]
             if fn in ("f16", "bf16"):  # round to 16 bits, keep computing in f32

@@ -260,7 +260,10 @@ class KernelVerifier:
                 self.diag.error(f"unknown name '{x.name}'", x.loc)
             elif isinstance(x, ir.Call):
                 from gir.shapes import KNOWN_FUNCS
-                if x.fn not in KNOWN_FUNCS or (KNOWN_FUNCS[x.fn] != len(x.args) and x.fn not in ("max", "min")):
+                if x.fn == "transpose":   # kernel-only builtin: a 2-D tile with its axes swapped
+                    if len(x.args) != 1:
+                        self.diag.error(f"transpose() takes 1 argument, got {len(x.args)}", x.loc)
+                elif x.fn not in KNOWN_FUNCS or (KNOWN_FUNCS[x.fn] != len(x.args) and x.fn not in ("max", "min")):
                     self.diag.error(f"unknown function or wrong arity: {x.fn}/{len(x.args)}", x.loc)
 
     def expr_shape(self, e, scope) -> tuple[int, ...] | None:
@@ -277,6 +280,14 @@ class KernelVerifier:
                 self.diag.error(f"axis out of range for a tile of rank {len(inner)}", e.loc)
                 return None
             return tuple(n for k, n in enumerate(inner) if k not in axes)
+        if isinstance(e, ir.Call) and e.fn == "transpose" and len(e.args) == 1:
+            inner = self.expr_shape(e.args[0], scope)
+            if inner is None:
+                return None
+            if len(inner) != 2:
+                self.diag.error(f"transpose() needs a 2-D tile, got shape {list(inner)}", e.loc)
+                return None
+            return (inner[1], inner[0])
         children = [e.lhs, e.rhs] if isinstance(e, ir.BinOp) else [e.operand] if isinstance(e, ir.UnOp) else \
             list(e.args) if isinstance(e, ir.Call) else []
         shapes = [self.expr_shape(c, scope) for c in children]

@@ -24,7 +24,7 @@ from passes.schedule_mlu import layout as L
 CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 DIR = {("gdram", "nram"): "GDRAM2NRAM", ("nram", "gdram"): "NRAM2GDRAM", ("gdram", "sram"): "GDRAM2SRAM",
        ("sram", "nram"): "SRAM2NRAM", ("nram", "nram"): "NRAM2NRAM", ("nram", "sram"): "NRAM2SRAM",
-       ("sram", "gdram"): "SRAM2GDRAM"}
+       ("sram", "gdram"): "SRAM2GDRAM", ("gdram", "gdram"): "GDRAM2GDRAM"}
 
 
 @dataclass
@@ -359,7 +359,7 @@ class _KernelEmitter:
         ptr, dt = self._ptr(e.name), b.dtype.value
         base = f"{self.cur[e.name]} * {b.phys}" if b.double and e.name in self.cur else "0"
         if not self._vector_buf(e):
-            return Opd(SCALAR, value=f"{e.name}[{base}]" if base != "0" else f"{e.name}[0]", dtype=dt)
+            return Opd(SCALAR, ptr, value=f"{e.name}[{base}]" if base != "0" else f"{e.name}[0]", dtype=dt)
         lens = [_const_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
         if L.is_rowvec(b.shape):
             return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base)

@@ -13,11 +13,13 @@ from gir.errors import GirError
 from codegen.mlu.cexpr import c_float
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
-BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": "minimum", "pow": "pow"}
+BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": "minimum", "pow": "pow",
+       "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares store 1 / 0
+MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      # s OP a  ==  a MIRROR[OP] s
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
-COMMUTES = ("add", "mul", "maximum", "minimum")
+COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
-CONVERT = {("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
+CONVERT = {("f32", "i32"): "__bang_int322float", ("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
            ("f16", "f32"): "__bang_float2half", ("bf16", "f32"): "__bang_float2bfloat16"}
 
 
@@ -60,6 +62,10 @@ class VecEmitter:
                 return self.binary(dst, BIN[value.fn], *(operand(a) for a in value.args))
             if value.fn in UNARY:
                 return self.unary(dst, value.fn, operand(value.args[0]))
+            if value.fn == "select" and len(value.args) == 3:
+                return self.select(dst, [operand(a) for a in value.args])
+            if value.fn == "transpose" and len(value.args) == 1:
+                return self.transpose(dst, operand(value.args[0]), value.loc)
             if value.fn in ("f32", "f16", "bf16"):
                 a = operand(value.args[0])
                 name = CONVERT.get((dst.dtype, a.dtype))
@@ -88,6 +94,14 @@ class VecEmitter:
                             f"{{ __bang_write_value({dst.ptr} + r_ * {dst.pitch}, {dst.pitch}, {a.at('r_')}); }}")
         else:
             self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
+
+    def transpose(self, dst: Opd, a: Opd, loc) -> None:
+        """`dst[0:C, 0:R] = transpose(a[0:R, 0:C])` on whole, dense (unpadded) buffers: `__bang_transpose`."""
+        dense = all(o.kind == FULL and o.cols == o.pitch and o.rows == o.prow for o in (dst, a))
+        if not dense or (dst.rows, dst.cols) != (a.cols, a.rows) or dst.ptr == a.ptr or dst.dtype != a.dtype:
+            raise GirError("the MLU emitter transposes whole 2-D @nram buffers with row lengths that are multiples "
+                           "of 64, into a distinct buffer of the reversed shape", loc)
+        self.out.append(f"__bang_transpose({dst.ptr}, {a.ptr}, {a.rows}, {a.cols});")
 
     def unary(self, dst: Opd, fn: str, a: Opd) -> None:
         if a.kind != dst.kind:
@@ -133,7 +147,23 @@ class VecEmitter:
         self.expand(tmp, b)
         self.binary(dst, fn, a, tmp)
 
+    def select(self, dst: Opd, opds: list) -> None:
+        """`__bang_select(dst, cond, a, b)`; operands of another kind are broadcast into scratch tiles first."""
+        if opds[2].kind == CONST and opds[2].value in ("0.0f", "0.0", "0") and opds[1].kind != CONST:
+            return self.binary(dst, "mul", opds[0], opds[1])   # select(c, a, 0) as c * a (c is 1 / 0; a finite)
+        ptrs = []
+        for k, o in enumerate(opds):
+            if o.kind == dst.kind:
+                ptrs.append(o.ptr)
+            else:
+                tmp = self.scratch_full(dst, k)
+                self.expand(tmp, o)
+                ptrs.append(tmp.ptr)
+        self.out.append(f"__bang_select({dst.ptr}, {', '.join(ptrs)}, {dst.length});")
+
     def _scalar_form(self, dst: Opd, fn: str, a: Opd, s: str, swapped: bool) -> None:
+        if swapped and fn in MIRROR:
+            fn, swapped = MIRROR[fn], False
         if a.kind != dst.kind:
             self.expand(dst, a)
             a = dst
@@ -148,6 +178,8 @@ class VecEmitter:
         self.out.append(f"__bang_{fn}_scalar({dst.ptr}, {a.ptr}, {s}, {dst.length});")
 
     def _per_row(self, dst: Opd, fn: str, a: Opd, row: Opd, swapped: bool) -> None:
+        if swapped and fn in MIRROR:
+            fn, swapped = MIRROR[fn], False
         if swapped and fn not in COMMUTES:
             fn = "r" + fn
         p = dst.pitch
@@ -163,6 +195,9 @@ class VecEmitter:
         if a.kind == FULL and dst.kind == COL and e.axes == (0,) and e.op in ("sum", "max", "min"):
             # column reduction over the first a.rows rows; pad columns (pitch > cols) are reduced too and unused
             self.out.append(f"__bang_reduce_{e.op}_cols({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            return
+        if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
+            self.out.append(f"__bang_reduce_{e.op}({dst.ptr}, {a.ptr}, {a.length});")
             return
         if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors
             return self.copy(dst, a)

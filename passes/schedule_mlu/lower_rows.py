@@ -22,6 +22,7 @@ from passes.schedule_mlu import build as B
 from passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, RowModel, Val
 
 F32 = ir.DType.f32
+CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,10 @@ class RowPlan:
 
 def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
     """value name → tile buffer name (temporaries share buffers after their last use), buffer → kind."""
-    pinned = set(model.inputs) | set(model.outputs)
+    # f32 inputs/outputs and per-column/scalar inputs (converted once, before the loop) keep their own buffers;
+    # the f32 working tiles of 16-bit row-tile inputs/outputs are converted per tile and share buffers by liveness
+    pinned = {x for x in list(model.inputs) + list(model.outputs)
+              if model.dtypes.get(x, F32) == F32 or model.inputs.get(x, FULL) not in (FULL, ROW)}
     last: dict[str, int] = {}
     for k, op in enumerate(model.ops):
         for a in op.args:
@@ -43,6 +47,10 @@ def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
     assign: dict[str, str] = {}
     kinds: dict[str, str] = {}
     free: dict[str, list[str]] = {}
+    for name, kind in model.inputs.items():
+        if name not in pinned:
+            assign[name] = f"{name}_t"
+            kinds[assign[name]] = kind
     for k, op in enumerate(model.ops):
         d = op.dst.name
         if d not in assign:
@@ -54,8 +62,8 @@ def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
                 assign[d] = f"b{len(kinds)}"
             kinds[assign[d]] = op.dst.kind
         for a in set(x.name for x in op.args if x.kind != CONST):
-            if last.get(a) == k and a not in pinned and a in assign and a != d:
-                free.setdefault(model.temps.get(a, ""), []).append(assign[a])
+            if last.get(a) == k and a not in pinned and a not in model.outputs and a in assign and a != d:
+                free.setdefault(model.temps.get(a) or kinds[assign[a]], []).append(assign[a])
     for name in model.inputs:
         assign.setdefault(name, f"{name}_t")
         kinds[assign[name]] = model.inputs[name]
@@ -142,6 +150,8 @@ def lower_rows(model: RowModel, plan: RowPlan, name: str) -> ir.Kernel:
             val = ir.BinOp({"add": "+", "sub": "-", "mul": "*", "div": "/"}[op.fn], *args)
         elif op.fn in ("max", "min", "pow"):
             val = ir.Call(op.fn, tuple(args))
+        elif op.fn in CMP:
+            val = ir.BinOp(CMP[op.fn], *args)
         else:
             val = ir.Call(op.fn, tuple(args))
         body.append(ir.Assign(dst, val))

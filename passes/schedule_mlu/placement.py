@@ -25,6 +25,10 @@ class Placement:
     nram_bytes: int
 
 
+PIPE_TILES = 8
+MIN_TILE_BYTES = 32 * 1024
+
+
 def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: int = 768 * 1024,
                     sram: int = 4 * 1024 * 1024, max_rows: int = 64, allow_sram: bool = True) -> Placement:
     m, n = model.m, model.n
@@ -47,7 +51,10 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
     r = z3.Int("R")
     in_sram = {x: z3.Bool(f"sram_{x}") for x in cols}
     rows_per_core = max(1, -(-m // tasks))
-    cap = min(max_rows, rows_per_core)
+    # pipeline depth: keep >= PIPE_TILES tiles per core (fill/drain amortised) unless tiles would drop below
+    # MIN_TILE_BYTES (then the serialised per-DMA latency dominates)
+    depth_cap = max(-(-MIN_TILE_BYTES // (n * 4)), rows_per_core // PIPE_TILES)
+    cap = min(max_rows, rows_per_core, depth_cap)
     opt.add(r >= 1, r <= cap)
     opt.add(r * per_row + fixed <= nram)
     sram_use = z3.Sum([z3.If(in_sram[x], col_bytes[x], 0) for x in cols]) if cols else z3.IntVal(0)

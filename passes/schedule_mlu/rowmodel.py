@@ -17,7 +17,8 @@ from gir.shapes import func_info
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
 UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
-BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min", "pow": "pow"}
+BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min", "pow": "pow",
+          "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares give 1.0 / 0.0
 
 
 class NotRowModel(Exception):
@@ -60,7 +61,7 @@ def analyze_rows(func: ir.Func, sizes: dict[str, int]) -> RowModel:
     info = func_info(func)
     params = {p.name: p for p in func.params + func.results}
     for p in params.values():
-        if not p.type.dtype.is_float:
+        if not p.type.dtype.is_float and not (p.type.dtype == ir.DType.i32 and p in func.params):
             raise NotRowModel(f"'{p.name}' is {p.type.dtype.value}")
     m = n = None
     kinds: dict[str, str] = {}
@@ -154,6 +155,8 @@ class _Builder:
                 return self.expr(e.args[0], row, col)
             if e.fn in UNARY:
                 return self.apply(e.fn, [self.expr(e.args[0], row, col)])
+            if e.fn == "select" and len(e.args) == 3:   # select(cond, a, b): cond is a 1.0 / 0.0 value
+                return self.apply("select", [self.expr(a, row, col) for a in e.args])
             if e.fn in BINOPS and len(e.args) == 2:
                 return self.apply(BINOPS[e.fn], [self.expr(a, row, col) for a in e.args])
             raise NotRowModel(f"function {e.fn}")

@@ -8,9 +8,11 @@ from gir.shapes import func_info
 from gir.verifier import verify_module
 from passes.schedule_mlu.colreduce import colreduce_func
 from passes.schedule_mlu.fallback import scalar_kernel
+from passes.schedule_mlu.extended import schedule_extended
 from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from passes.schedule_mlu.placement import solve_placement
 from passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
+from passes.schedule_mlu.transpose import permute_func
 
 MODES = ("fused", "opbyop", "scalar")
 
@@ -82,13 +84,21 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
             try:
                 items.extend(colreduce_func(spec, info, tasks))
             except NotRowModel:
-                mode = "opbyop"
+                try:
+                    items.extend(permute_func(spec, info, tasks))
+                except NotRowModel:
+                    try:   # scalar reductions, index values, rank > 2 rows (passes/schedule_mlu/extended.py)
+                        items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
+                    except NotRowModel:
+                        mode = "opbyop"
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
-        try:
-            items.extend(colreduce_func(spec, info, tasks))
-            mode = "done"
-        except NotRowModel:
-            pass
+        for single in (colreduce_func, permute_func):
+            try:
+                items.extend(single(spec, info, tasks))
+                mode = "done"
+                break
+            except NotRowModel:
+                pass
     if mode in ("opbyop", "scalar"):
         results = {p.name for p in spec.results}
         for k, st in enumerate(info.stmts):

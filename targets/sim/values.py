@@ -223,6 +223,8 @@ class Values:
         if isinstance(e, ir.BinOp):
             a, b = align(self.fexpr(e.lhs), self.fexpr(e.rhs))
             return _F32.binop(e.op, a, b)
+        if isinstance(e, ir.Call) and e.fn == "transpose":   # (n_act, R, C) -> (n_act, C, R)
+            return np.swapaxes(self.fexpr(e.args[0]), -1, -2)
         if isinstance(e, ir.Call):
             args = align(*[self.fexpr(a) for a in e.args])
             if e.fn == "cdiv":

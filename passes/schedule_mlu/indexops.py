@@ -1,0 +1,215 @@
+"""Index values and rank > 2 row tensors for the MLU row model.
+
+`rewrite_index_values` turns an operator function into a row-model function:
+  * tensors `[*L, S, N]` / `[*L, S]` indexed `(*l, i, j)` / `(*l, i)` (the same leading index variables
+    everywhere) are viewed as `[prod(L) * S, N]` / `[prod(L) * S]`;
+  * the column index used as a value (`j == target[i]`) becomes a synthetic per-column input `cj_[j]` (the iota
+    0..N-1), the row index (`j <= i`) a synthetic row input `ri_[i]` holding `i mod S`.
+`patch_kernel` then rewrites the lowered kernel: `cj_` is generated once per core in NRAM (one scalar write and
+log2(N) doublings `tmp = iota + k; copy iota[k:2k] <- tmp[0:k]`), `ri_` per tile as `rio_ + (row0 mod S)` from a
+per-core `0..R-1` vector built the same way (tiles never straddle a period: R divides S), and GDRAM regions of
+viewed tensors go back to their original rank as `x[0, 0, r:r + R, 0:N]` (same flat addresses; no masks).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gir import ir
+from passes.schedule_mlu import build as B
+from passes.schedule_mlu.rowmodel import NotRowModel
+
+F32 = ir.DType.f32
+COLV, ROWV = "cj_", "ri_"
+
+
+@dataclasses.dataclass
+class IndexInfo:
+    period: int = 0                      # S: the row index value is (flat row) mod S
+    col: bool = False                    # cj_ is used
+    row: bool = False                    # ri_ is used
+    lead: tuple = ()                     # leading dims L of viewed tensors
+    viewed: frozenset = frozenset()      # names of tensors viewed with merged leading dims
+
+    @property
+    def any(self) -> bool:
+        return self.col or self.row or bool(self.lead)
+
+
+def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
+    types = dict(info.types)
+    ranks = {len(t.shape) for t in types.values() if len(t.shape) > 0}
+    lead: tuple = ()
+    if max(ranks, default=0) > 2:
+        full = [t.shape for t in types.values() if len(t.shape) == max(ranks)]
+        lead = tuple(full[0][:-2])
+        if any(tuple(s[:-2]) != lead for s in full):
+            raise NotRowModel("viewed tensors with different leading dims")
+    nlead = len(lead)
+    s_rows = None
+    viewed = set()
+    for name, t in types.items():
+        if nlead and len(t.shape) > 1:
+            if tuple(t.shape[:nlead]) != lead or len(t.shape) - nlead not in (1, 2):
+                raise NotRowModel(f"'{name}' does not share the leading dims")
+            viewed.add(name)
+            s_rows = t.shape[nlead]
+    m_rows = None
+    for t in types.values():
+        if len(t.shape) >= 2:
+            m_rows = t.shape[-2] if not nlead else t.shape[nlead]
+    ix = IndexInfo(period=s_rows or (m_rows or 1), lead=lead, viewed=frozenset(viewed))
+    body = []
+    for st in info.stmts:
+        out = list(st.out_vars)
+        red = [v for vs in st.reduce_vars.values() for v in vs]
+        lv = out[:nlead]
+        rest = out[nlead:]
+        row = rest[0] if rest else None
+        col = rest[1] if len(rest) > 1 else (red[0] if len(red) == 1 else None)
+        if nlead and (len(out) < nlead + 1):
+            raise NotRowModel("statement without the row axis of viewed tensors")
+        val = _rw(st.stmt.value, lv, row, col, ix)
+        tgt = _rw(st.stmt.target, lv, row, col, ix)
+        body.append(ir.Assign(tgt, val, loc=st.stmt.loc))
+    params = [_view_param(p, nlead) for p in func.params]
+    if ix.col:
+        ncol = next(t.shape[-1] for t in types.values() if len(t.shape) >= 2)
+        params.append(ir.Param(COLV, ir.TensorType(F32, (ncol,))))
+    if ix.row:
+        mflat = next(t.shape for t in types.values() if len(t.shape) >= 2)
+        total = 1
+        for d in mflat[:-1]:
+            total *= d
+        params.append(ir.Param(ROWV, ir.TensorType(F32, (total,))))
+    results = [_view_param(p, nlead) for p in func.results]
+    return ir.Func(func.name, tuple(params), tuple(results), tuple(body)), ix
+
+
+def _view_param(p: ir.Param, nlead: int) -> ir.Param:
+    if not nlead or len(p.type.shape) <= 1:
+        return p
+    shape = p.type.shape
+    total = 1
+    for d in shape[:nlead + 1]:
+        total *= d
+    return dataclasses.replace(p, type=ir.TensorType(p.type.dtype, (total,) + tuple(shape[nlead + 1:])))
+
+
+def _rw(e, lv, row, col, ix: IndexInfo):
+    if isinstance(e, ir.Var):
+        if e.name == col and col is not None:
+            ix.col = True
+            return ir.Ref(COLV, (ir.Var(col),))
+        if e.name == row and row is not None:
+            ix.row = True
+            return ir.Ref(ROWV, (ir.Var(row),))
+        if e.name in lv:
+            raise NotRowModel("leading index used as a value")
+        return e
+    if isinstance(e, ir.Ref):
+        idx = list(e.index)
+        if lv and len(idx) > 1:
+            if [i.name if isinstance(i, ir.Var) else None for i in idx[:len(lv)]] != list(lv):
+                raise NotRowModel(f"'{e.name}' is not indexed by the leading variables")
+            idx = idx[len(lv):]
+        return dataclasses.replace(e, index=tuple(idx))
+    if isinstance(e, ir.BinOp):
+        return dataclasses.replace(e, lhs=_rw(e.lhs, lv, row, col, ix), rhs=_rw(e.rhs, lv, row, col, ix))
+    if isinstance(e, ir.UnOp):
+        return dataclasses.replace(e, operand=_rw(e.operand, lv, row, col, ix))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(_rw(a, lv, row, col, ix) for a in e.args))
+    if isinstance(e, ir.Reduce):
+        return dataclasses.replace(e, arg=_rw(e.arg, lv, row, col, ix))
+    return e
+
+
+def pick_rows(rows: int, ix: IndexInfo, m: int) -> int:
+    """Tile height: a divisor of the row-index period (and of S for viewed tensors) not above `rows`."""
+    if not (ix.row and ix.period < m) and not ix.lead:
+        return rows
+    r = min(rows, ix.period)
+    while ix.period % r:
+        r -= 1
+    return r
+
+
+def _iota(buf: str, tmp: str, n: int, two_d: bool) -> list:
+    """Statements filling buf[0:n] (or buf[0:n, 0:1]) with 0..n-1, using tmp of the same shape."""
+    def reg(name, a, ln):
+        return B.ref(name, B.sl(a, ln), B.sl(0, 1)) if two_d else B.ref(name, B.sl(a, ln))
+    out = [ir.Assign(B.ref("gs_", B.sl(0, 1)), B.c(0.0)), B.move("copy", reg(buf, 0, 1), B.ref("gs_", B.sl(0, 1)))]
+    k = 1
+    while k < n:
+        ln = min(k, n - k)
+        out.append(ir.Assign(reg(tmp, 0, n), ir.BinOp("+", reg(buf, 0, n), B.c(float(k)))))
+        out.append(B.move("copy", reg(buf, k, ln), reg(tmp, 0, ln)))
+        k *= 2
+    return out
+
+
+def patch_kernel(kernel: ir.Kernel, ix: IndexInfo, n: int, rows: int, orig_types: dict) -> ir.Kernel:
+    """Generate cj_ / ri_ on chip instead of loading them; give viewed GDRAM regions their original rank."""
+    def walk(stmts, row0=None):
+        out = []
+        for s in stmts:
+            if isinstance(s, ir.Parallel):
+                body = list(walk(s.body))
+                extra = []
+                if s.level == ir.ParLevel.core and (ix.col or ix.row):
+                    extra.append(B.alloc("gs_", F32, (1,), "nram"))
+                    if ix.col:
+                        extra.append(B.alloc("gc_", F32, (n,), "nram"))
+                    if ix.row:
+                        extra += [B.alloc("rio_", F32, (rows, 1), "nram"), B.alloc("gr_", F32, (rows, 1), "nram"),
+                                  B.alloc("rs_", F32, (1,), "nram")]
+                        k = max(i for i, x in enumerate(body) if isinstance(x, ir.Alloc)) + 1
+                        body[k:k] = _iota("rio_", "gr_", rows, True)
+                out.append(dataclasses.replace(s, body=tuple(extra + body)))
+            elif isinstance(s, ir.For):
+                out.append(dataclasses.replace(s, body=tuple(walk(s.body, s))))
+            elif isinstance(s, ir.Move) and s.src.name == COLV:
+                out += _iota(s.dst.name, "gc_", n, False)
+            elif isinstance(s, ir.Move) and s.src.name == ROWV:
+                r0 = s.src.index[0].start
+                rs = B.ref("rs_", B.sl(0, 1))
+                out.append(ir.Assign(rs, ir.BinOp("%", r0, B.c(ix.period))))
+                out.append(ir.Assign(s.dst, ir.BinOp("+", B.ref("rio_", B.sl(0, rows), B.sl(0, 1)), rs)))
+            elif isinstance(s, ir.Move) and ix.lead and _gref(s).name in ix.viewed:
+                out.append(_unview(s, ix, orig_types))
+            else:
+                out.append(s)
+        return _order(out) if any(isinstance(x, ir.Assign) for x in out) else out
+    return dataclasses.replace(kernel, body=tuple(walk(kernel.body)))
+
+
+def _order(stmts):
+    """Keep a loop body in pipelinable order: loads, computes, stores (generated computes move after the loads)."""
+    if not any(isinstance(x, ir.Move) and x.kind == "store" for x in stmts):
+        return stmts
+    if any(not isinstance(x, (ir.Move, ir.Assign)) for x in stmts):
+        return stmts
+    loads = [x for x in stmts if isinstance(x, ir.Move) and x.kind == "load"]
+    comps = [x for x in stmts if isinstance(x, ir.Assign)]
+    stores = [x for x in stmts if isinstance(x, ir.Move) and x.kind == "store"]
+    return loads + comps + stores
+
+
+def _gref(s: ir.Move) -> ir.Ref:
+    return s.src if s.kind == "load" else s.dst
+
+
+def _unview(s: ir.Move, ix: IndexInfo, orig_types) -> ir.Move:
+    g = _gref(s)
+    shape = orig_types[g.name].shape
+    nlead = len(ix.lead)
+    r = g.index[0]
+    start = r.start
+    from gir.affine import to_affine
+    ln = int((to_affine(r.stop) - to_affine(r.start)).const)
+    idx = [B.c(0)] * nlead + [ir.Slice(start, B.add(start, ln))]   # same flat addresses: rows never straddle
+    idx += list(g.index[1:])
+    new = dataclasses.replace(g, index=tuple(idx))
+    if s.kind == "load":
+        return dataclasses.replace(s, src=new, mask=False)
+    return dataclasses.replace(s, dst=new, mask=False)
