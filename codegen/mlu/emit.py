@@ -366,7 +366,7 @@ class _KernelEmitter:
         if len(b.shape) == 1:
             return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
         return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=L.pitch(b.shape), cols=lens[1],
-                   prow=L.phys_rows(b.shape), dtype=dt)
+                   prow=L.phys_rows(b.shape), dtype=dt, name=e.name, base=base)
 
     def _scratch_full(self, like: Opd, k: int = 0) -> Opd:
         name = f"scratch{k}_{like.length}"

@@ -20,7 +20,9 @@ CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
 CONVERT = {("f32", "i32"): "__bang_int322float", ("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
-           ("f16", "f32"): "__bang_float2half", ("bf16", "f32"): "__bang_float2bfloat16"}
+           ("f16", "f32"): "__bang_float2half", ("bf16", "f32"): "__bang_float2bfloat16",
+           ("f32", "bool"): "__bang_uchar2float", ("bool", "f32"): "__bang_float2uchar",   # bool: uint8 0/1
+           ("i32", "f32"): "__bang_float2int32"}
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,11 @@ class VecEmitter:
                 return self.unary(dst, value.fn, operand(value.args[0]))
             if value.fn == "select" and len(value.args) == 3:
                 return self.select(dst, [operand(a) for a in value.args])
+            if value.fn == "gather_cols" and len(value.args) == 2:
+                return self.gather_cols(dst, *(operand(a) for a in value.args))
             if value.fn == "transpose" and len(value.args) == 1:
                 return self.transpose(dst, operand(value.args[0]), value.loc)
-            if value.fn in ("f32", "f16", "bf16"):
+            if value.fn in ("f32", "f16", "bf16", "bool", "i32"):
                 a = operand(value.args[0])
                 name = CONVERT.get((dst.dtype, a.dtype))
                 if name is None:
@@ -94,6 +98,15 @@ class VecEmitter:
                             f"{{ __bang_write_value({dst.ptr} + r_ * {dst.pitch}, {dst.pitch}, {a.at('r_')}); }}")
         else:
             self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
+
+    def gather_cols(self, dst: Opd, a: Opd, idx: Opd) -> None:
+        """`dst[r] = a[r, idx[r]]` (0 outside 0..cols-1): one scalar read per row at a value-dependent column."""
+        if dst.kind != ROW or a.kind not in (FULL, ROW) or idx.kind != ROW or not a.name:
+            raise GirError("gather_cols() needs an [R, 1] target, an [R, C] @nram tile and [R, 1] indices")
+        cols, pitch = (a.cols, a.pitch) if a.kind == FULL else (1, 1)   # an [R, 1] tile is a row vector
+        self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) {{ int t_ = (int)({idx.at('r_')}); "
+                        f"int c_ = min(max(t_, 0), {cols - 1}); "
+                        f"{dst.at('r_')} = {a.at(f'r_ * {pitch} + c_')} * (float)(t_ == c_); }}")
 
     def transpose(self, dst: Opd, a: Opd, loc) -> None:
         """`dst[0:C, 0:R] = transpose(a[0:R, 0:C])` on whole, dense (unpadded) buffers: `__bang_transpose`."""

@@ -39,4 +39,5 @@ def phys_elems(shape: tuple[int, ...]) -> int:
         return round_up(shape[0], PITCH)
     if len(shape) == 2:
         return phys_rows(shape) * pitch(shape)
-    raise ValueError(f"on-chip tiles have rank <= 2, got {shape}")
+    from gir.errors import GirError
+    raise GirError(f"on-chip tiles have rank <= 2, got {shape}")

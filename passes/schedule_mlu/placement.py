@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import z3
 
+from gir.errors import GirError
 from passes.schedule_mlu import layout as L
 from passes.schedule_mlu.lower_rows import liveness_buffers
 from passes.schedule_mlu.rowmodel import COL, FULL, ROW, RowModel
@@ -23,6 +24,10 @@ class Placement:
     sram: frozenset
     gdram_bytes: int
     nram_bytes: int
+
+
+class NoTileFits(GirError):
+    """Not even one row fits NRAM (the scheduler then chunks the rows: longrows.py)."""
 
 
 PIPE_TILES = 8
@@ -41,8 +46,10 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
         if kind == FULL:
             per_row += p * 4 * (2 if buf in io else 1)
     per_row += p * 4 * (4 if odd else 2)  # scratch tiles (broadcasts; masked reductions when n % 64 != 0)
-    half = [x for x in list(model.inputs) + list(model.outputs) if model.dtypes[x].nbytes == 2]
-    per_row += sum(p * 2 * 2 for x in half)
+    kind_of = {**model.inputs, **model.outputs}
+    narrow = [x for x in kind_of if model.dtypes[x].value != "f32"]
+    per_row += sum((p if kind_of[x] == FULL else 1) * 2 * model.dtypes[x].nbytes   # double-buffered
+                   for x in narrow)                                                # f16/bf16/bool/i32 tiles
     fixed = sum(L.phys_elems((n,)) * 4 for b, k in kinds.items() if k == COL) + 64 * 1024
     cols = [x for x, k in model.inputs.items() if k == COL]
     col_bytes = {x: n * model.dtypes[x].nbytes for x in cols}
@@ -70,7 +77,7 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
     opt.minimize(traffic)
     opt.maximize(r)
     if opt.check() != z3.sat:
-        raise ValueError(f"no tile fits NRAM (a row of {n} elements needs {per_row} bytes)")
+        raise NoTileFits(f"no tile fits NRAM (a row of {n} elements needs {per_row} bytes)")
     mod = opt.model()
     rows = mod[r].as_long()
     chosen = frozenset(x for x in cols if z3.is_true(mod.eval(in_sram[x])))

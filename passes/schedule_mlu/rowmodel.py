@@ -61,7 +61,7 @@ def analyze_rows(func: ir.Func, sizes: dict[str, int]) -> RowModel:
     info = func_info(func)
     params = {p.name: p for p in func.params + func.results}
     for p in params.values():
-        if not p.type.dtype.is_float and not (p.type.dtype == ir.DType.i32 and p in func.params):
+        if not p.type.dtype.is_float and p.type.dtype not in (ir.DType.i32, ir.DType.bool):   # i32 / bool: 0/1
             raise NotRowModel(f"'{p.name}' is {p.type.dtype.value}")
     m = n = None
     kinds: dict[str, str] = {}
@@ -151,8 +151,8 @@ class _Builder:
                 raise NotRowModel(f"operator {e.op}")
             return self.apply(BINOPS[e.op], [self.expr(e.lhs, row, col), self.expr(e.rhs, row, col)])
         if isinstance(e, ir.Call):
-            if e.fn in ("f32",):
-                return self.expr(e.args[0], row, col)
+            if e.fn in ("f32",) or (e.fn in ("i32", "bool") and self._exact(e.args[0])):
+                return self.expr(e.args[0], row, col)   # i32/bool of a bool or int value: the same float value
             if e.fn in UNARY:
                 return self.apply(e.fn, [self.expr(e.args[0], row, col)])
             if e.fn == "select" and len(e.args) == 3:   # select(cond, a, b): cond is a 1.0 / 0.0 value
@@ -176,6 +176,13 @@ class _Builder:
                 return self.apply("mul", [dst, Val(CONST, const=1.0 / self.n)])
             return dst
         raise NotRowModel(f"expression {type(e).__name__}")
+
+    def _exact(self, e) -> bool:
+        """`e` is bool- or int-valued (compares, bool/i32 tensors), so an i32/bool cast does not change it."""
+        if isinstance(e, ir.Ref):
+            t = self.info.types.get(e.name)
+            return t is not None and t.dtype in (ir.DType.bool, ir.DType.i32)
+        return isinstance(e, ir.BinOp) and e.op in ("==", "!=", "<", "<=", ">", ">=")
 
     def ref(self, e: ir.Ref, row, col) -> Val:
         idx = []

@@ -4,13 +4,16 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
+from gir.errors import GirError
 from gir.shapes import func_info
 from gir.verifier import verify_module
 from passes.schedule_mlu.colreduce import colreduce_func
 from passes.schedule_mlu.fallback import scalar_kernel
+from passes.schedule_mlu.opbyop import statement_items
 from passes.schedule_mlu.extended import schedule_extended
 from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from passes.schedule_mlu.placement import solve_placement
+from passes.schedule_mlu.longrows import longrows_kernel
+from passes.schedule_mlu.placement import NoTileFits, solve_placement
 from passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
 from passes.schedule_mlu.transpose import permute_func
 
@@ -69,8 +72,16 @@ def _refs(e):
 
 
 def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allow_sram: bool = True,
-                 tasks: int = 32, max_rows: int = 64) -> ir.Func:
-    """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model."""
+                 tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024) -> ir.Func:
+    """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model.
+    `nram`: the NRAM bytes the schedules may plan for (smaller values force chunked long rows in tests)."""
+    try:
+        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram)
+    except NoTileFits as e:
+        raise GirError(f"function '{func.name}': {e.message}", func.loc) from None
+
+
+def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
     spec = specialize(func, sizes)
     info = func_info(spec)
     types = dict(info.types)
@@ -78,8 +89,11 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     if mode == "fused":
         try:
             model = analyze_rows(spec, {})
-            pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows)
-            items.append(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), f"{func.name}_mlu"))
+            try:
+                pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows, nram=nram)
+                items.append(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), f"{func.name}_mlu"))
+            except NoTileFits:   # rows longer than NRAM: chunked passes (longrows.py)
+                items.append(longrows_kernel(model, f"{func.name}_mlu", tasks, nram))
         except NotRowModel:
             try:
                 items.extend(colreduce_func(spec, info, tasks))
@@ -106,17 +120,11 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
             if target not in results and not any(isinstance(i, ir.Alloc) and i.name == target for i in items):
                 items.append(ir.Alloc(target, types[target], ir.Level.gdram))
             kernel = None
-            if mode == "opbyop":
-                try:
-                    sub = _single(spec, st, types, k)
-                    model = analyze_rows(sub, {})
-                    pl = solve_placement(model, tasks=tasks, allow_sram=False, max_rows=max_rows)
-                    kernel = lower_rows(model, RowPlan(pl.rows, tasks), f"{func.name}_k{k}")
-                except NotRowModel:
-                    kernel = None
+            if mode == "opbyop":   # the statement alone with the fused schedules (passes/schedule_mlu/opbyop.py)
+                kernel = statement_items(spec, st, types, k, items, allow_sram, tasks, max_rows, nram)
             if kernel is None:
-                kernel = scalar_kernel(st, types, sizes, f"{func.name}_k{k}", tasks)
-            items.append(kernel)
+                kernel = [scalar_kernel(st, types, sizes, f"{func.name}_k{k}", tasks)]
+            items.extend(kernel)
     out = dataclasses.replace(spec, body=tuple(items))
     verify_module(ir.Module((out,)))
     return out

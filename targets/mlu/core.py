@@ -115,8 +115,9 @@ class CoreCtx:
         self._barrier_hook(scope, span)
 
     def scalar_access(self, ptr: Ptr, write: bool, span: Span) -> None:
-        """A scalar element access waits for the compute pipe; it must not touch bytes of an in-flight DMA."""
-        if ptr.region.space == GDRAM:
+        """A scalar element access waits for the compute pipe; it must not touch bytes of an in-flight DMA.
+        ``ptr`` None: a timing-only read at a value-dependent index (costed, not checked)."""
+        if ptr is not None and ptr.region.space == GDRAM:
             raise MluError(f"scalar access to GDRAM pointer '{ptr.region.name}' is not supported; "
                            f"copy to NRAM with __memcpy first")
         if self.cmp_pending:
@@ -124,7 +125,7 @@ class CoreCtx:
             self.trace.append(("y", False, True))
             self.cmp_pending.clear()
         self.sa += 1
-        if self.io_pending:
+        if self.io_pending and ptr is not None:
             lo = ptr.off
             self._check_io(ptr.region, lo, lo + ptr.elem.itemsize, write,
                            "scalar write" if write else "scalar read", span)

@@ -152,7 +152,12 @@ class ExprCompiler:
         to_py = float if elem.is_float else int
 
         def load(c, f):
-            ptr = base(c, f).add(idx(c, f))
+            i = idx(c, f)
+            if i is UNKNOWN:  # timing-only mode, value-dependent index (a gather): same cost, nothing to check
+                base(c, f)
+                c.scalar_access(None, False, span)
+                return UNKNOWN
+            ptr = base(c, f).add(i)
             c.scalar_access(ptr, False, span)
             off = ptr.off
             if off < 0 or off + size > ptr.region.size:
@@ -238,7 +243,8 @@ class ExprCompiler:
         if target.kind == "int":
             conv = converter(target, FLOAT, e.span, "cast")
         else:
-            conv = rounder(target.elem)
+            round_to = rounder(target.elem)
+            conv = lambda v: v if v is UNKNOWN else round_to(v)   # timing-only: a cast decides nothing
         if value is not None:
             folded = conv(value)
             return _const(folded), target, folded

@@ -93,7 +93,9 @@ _CONVERSIONS = {  # name: (source type, destination type)
     "__bang_float2bfloat16": ("float", "bfloat16_t"), "__bang_bfloat162float": ("bfloat16_t", "float"),
     "__bang_float2int32": ("float", "int"), "__bang_int322float": ("int", "float"),
     "__bang_half2int32": ("half", "int"), "__bang_int322half": ("int", "half"),
+    "__bang_uchar2float": ("uint8_t", "float"), "__bang_float2uchar": ("float", "uint8_t"),
 }
+_BYTE_SIDE = ("__bang_uchar2float", "__bang_float2uchar")   # uint8 operand exempt from whole units (n % 32 == 0)
 
 
 def _make_convert(name, src_name, dst_name):
@@ -106,8 +108,8 @@ def _make_convert(name, src_name, dst_name):
             if ptr.elem.dtype != elem.dtype:
                 raise MluError(f"{name}: operand '{role}' must be {elem}*, got {ptr.elem}*")
         _count(name, n)
-        va = op.operand(a, n, "a")
-        out = op.operand(dst, n, "dst", write=True)
+        va = op.operand(a, n, "a", whole_units=name not in _BYTE_SIDE or src_elem.is_float)
+        out = op.operand(dst, n, "dst", write=True, whole_units=name not in _BYTE_SIDE or dst_elem.is_float)
         if not op.values:
             pass
         elif not dst_elem.is_float:

@@ -1,0 +1,47 @@
+"""The op-by-op baseline (`schedule_mlu(..., mode="opbyop")`): every operator statement is scheduled on its own
+with the same fused schedules (row model, long rows, column reductions, permutations, scalar reductions, index
+values) as a one-statement function whose inputs and output live in GDRAM. So the baseline differs from the fused
+schedule only by fusion: intermediates go through GDRAM and every statement is its own kernel (or kernels). A
+statement no fused schedule covers still becomes a scalar kernel (`fallback.py`), as before.
+"""
+from __future__ import annotations
+
+from gir import ir
+
+_ACTIVE: set = set()   # statements being scheduled (a one-statement function may fall back to op-by-op itself:
+#                        inside, statement_items answers None, i.e. the scalar kernel)
+
+
+def single_func(func: ir.Func, st, types, k: int) -> ir.Func:
+    """The statement `st` as a function of the tensors it reads (GDRAM inputs) returning its target."""
+    from gir.shapes import _walk
+    target = st.stmt.target.name
+    names: list[str] = []
+    for x in _walk(st.stmt.value):
+        if isinstance(x, ir.Ref) and x.name not in names and x.name != target:
+            names.append(x.name)
+    params = tuple(ir.Param(x, types[x]) for x in names)
+    return ir.Func(f"{func.name}_s{k}", params, (ir.Param(target, types[target]),), (st.stmt,))
+
+
+def statement_items(func: ir.Func, st, types, k: int, items: list, allow_sram: bool = True, tasks: int = 32,
+                    max_rows: int = 64, nram: int = 768 * 1024) -> list | None:
+    """Body items (GDRAM temporaries, kernels) scheduling statement `st` of `func` (sizes specialised) with the
+    fused schedules, or None when only the scalar fallback covers it (or a temporary's name would collide)."""
+    from passes.schedule_mlu.schedule import schedule_mlu
+    sub = single_func(func, st, types, k)
+    if _ACTIVE:
+        return None
+    _ACTIVE.add(sub.name)
+    try:
+        out = schedule_mlu(sub, {}, mode="fused", allow_sram=allow_sram, tasks=tasks, max_rows=max_rows, nram=nram)
+    finally:
+        _ACTIVE.discard(sub.name)
+    kernels = [x for x in out.body if isinstance(x, ir.Kernel)]
+    if any(x.name.startswith(f"{sub.name}_k") for x in kernels):   # the scalar fallback's kernel names
+        return None
+    taken = {p.name for p in func.params + func.results} | {x.name for x in items if isinstance(x, ir.Alloc)}
+    allocs = [x for x in out.body if isinstance(x, ir.Alloc)]
+    if any(a.name in taken for a in allocs):
+        return None
+    return allocs + kernels

@@ -1,0 +1,66 @@
+"""Long rows on the MLU (rows that do not fit NRAM are chunked: passes/schedule_mlu/longrows.py) and MLU
+scheduling errors as GirError. A small `nram` budget forces chunking at small sizes."""
+import numpy as np
+import pytest
+
+from codegen.mlu import emit_func
+from gir.errors import GirError
+from gir.evaluate import evaluate, random_inputs
+from gir.parser import parse_text
+from passes.schedule_mlu import schedule_mlu
+from targets.mlu.run import run_func
+
+
+def _func(name, dt="f32"):
+    src = open(f"samples/{name}.gir").read()
+    return parse_text(src.replace("f32[", dt + "[") if dt != "f32" else src).funcs[0]
+
+
+def _check(name, dt, m, n, nram, seed=0):
+    f = _func(name, dt)
+    sizes = {"M": m, "N": n}
+    e = schedule_mlu(f, sizes, nram=nram)
+    src = "".join(k.source for k in emit_func(e))
+    assert "for (int ch1_" in src                      # chunked: the first pass is a loop over chunks
+    x = random_inputs(f, sizes, np.random.default_rng(seed))
+    res = run_func(e, x, sizes)
+    ref = evaluate(f, x, sizes)
+    tol = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}[dt]
+    for k, want in ref.items():
+        want = np.asarray(want, np.float64)
+        got = res.outputs[k].astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+    return res
+
+
+@pytest.mark.parametrize("name,dt,m,n,nram", [
+    ("softmax", "f32", 1, 1025, 60000), ("softmax", "f32", 7, 1000, 60000), ("softmax", "f16", 4, 1025, 60000),
+    ("log_softmax", "f32", 33, 1025, 60000), ("log_softmax", "bf16", 5, 700, 60000),
+    ("layernorm", "f32", 7, 1025, 60000), ("layernorm", "bf16", 3, 1000, 60000),
+    ("rmsnorm", "f32", 1, 1025, 60000), ("rmsnorm", "f16", 6, 1025, 60000), ("row_sum", "f32", 5, 1025, 30000),
+])
+def test_long_rows_match_evaluator(name, dt, m, n, nram):
+    _check(name, dt, m, n, nram, seed=m + n)
+
+
+def test_online_softmax_reads_x_twice():
+    # pass 1 (online max + rescaled sum) and pass 2 read x once each; y is written once: 1.5x compulsory
+    f = _func("softmax")
+    e = schedule_mlu(f, {"M": 64, "N": 4096}, nram=100000)
+    res = run_func(e, None, {"M": 64, "N": 4096}, values=False)
+    assert res.stats["gdram_read_bytes"] == pytest.approx(2 * 64 * 4096 * 4, rel=0.01)
+    assert res.stats["gdram_write_bytes"] == pytest.approx(64 * 4096 * 4, rel=0.01)
+
+
+def test_bench_shape_softmax_timing_only():
+    res = run_func(_func("softmax"), None, {"M": 4096, "N": 32768}, values=False)
+    compulsory = 2 * 4096 * 32768 * 4
+    assert res.stats["gdram_traffic_bytes"] == pytest.approx(1.5 * compulsory, rel=0.01)
+    assert res.stats["seconds"] < 1.3 * 1.5 * compulsory / 307e9
+
+
+def test_errors_are_gir_errors():
+    with pytest.raises(GirError, match="no chunk fits NRAM"):
+        schedule_mlu(_func("softmax"), {"M": 4, "N": 300000}, nram=10000)
+    with pytest.raises(GirError, match="needs values for sizes"):
+        schedule_mlu(_func("softmax"), {"M": 4})
