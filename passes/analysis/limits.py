@@ -9,17 +9,19 @@ KIB = 1024
 GPU_SHARED = {"cuda": 48 * KIB, "cuda-optin": 227 * KIB, "hip": 64 * KIB}
 MLU_DEFAULTS = {ir.Level.nram: 768 * KIB, ir.Level.wram: 1024 * KIB, ir.Level.sram: 4096 * KIB}
 TARGETS = tuple(GPU_SHARED) + ("mlu",)
+# @reg arrays beyond the register file spill to local memory, which CUDA caps at 512 KiB per thread
+GPU_REG_PER_THREAD = 512 * KIB
 
 
 def capacity_limits(target: str, family: str, attrs: dict[str, str]) -> dict[ir.Level, int]:
-    """Bytes available per owner (block for @shared, core for @nram/@wram, cluster for @sram).
+    """Bytes available per owner (block for @shared, thread for @reg, core for @nram/@wram, cluster for @sram).
     A CUDA kernel `with shared=optin` gets the opt-in limit (227 KiB on H100)."""
     if target not in TARGETS:
         raise GirError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
     if family == "mlu":
         return _mlu_limits()
     name = "cuda-optin" if target == "cuda" and attrs.get("shared") == "optin" else target
-    return {ir.Level.shared: GPU_SHARED.get(name, GPU_SHARED["cuda"])}
+    return {ir.Level.shared: GPU_SHARED.get(name, GPU_SHARED["cuda"]), ir.Level.reg: GPU_REG_PER_THREAD}
 
 
 def _mlu_limits() -> dict[ir.Level, int]:
