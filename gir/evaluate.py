@@ -27,10 +27,17 @@ def bind_sizes(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, in
     for p in func.params:
         if p.name not in inputs:
             raise GirError(f"missing input '{p.name}'", p.loc)
-        shape = np.shape(inputs[p.name])
+        arr = inputs[p.name]
+        kind = getattr(arr, "dtype", np.asarray(arr).dtype)
+        if not (kind.kind in "biuf" or kind.name == "bfloat16"):
+            raise GirError(f"input '{p.name}' has element type {kind}, expected {p.type.dtype.value}", p.loc)
+        shape = np.shape(arr)
         if len(shape) != p.type.rank:
             raise GirError(f"input '{p.name}' has rank {len(shape)}, expected {p.type.rank}", p.loc)
         for d, n in zip(p.type.shape, shape):
+            if n < 1:
+                raise GirError(f"input '{p.name}' has an empty dimension (shape {list(shape)}); "
+                               f"extents must be at least 1", p.loc)
             if isinstance(d, int):
                 if d != n:
                     raise GirError(f"input '{p.name}' has extent {n} where {d} is declared", p.loc)
@@ -49,7 +56,46 @@ def evaluate(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     if func.is_explicit:
         raise GirError(f"'{func.name}' holds kernels; run it on a target (gir run --target sim)", func.loc)
     info = func_info(func)
-    return _Evaluator(info, inputs, sizes, np.dtype(compute_dtype)).run()
+    ev = _Evaluator(info, inputs, sizes, np.dtype(compute_dtype))
+    try:
+        return ev.run()
+    except MemoryError:
+        raise GirError(f"out of memory evaluating '{func.name}' at sizes "
+                       f"{', '.join(f'{k}={v}' for k, v in ev.sizes.items())}", func.loc,
+                       ["an intermediate tensor is too large; use smaller sizes"]) from None
+
+
+MAX_DATA_BYTES = 1 << 31  # inputs + results (+ function-level buffers) that eval/run will allocate
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def check_footprint(func: ir.Func, sizes: dict[str, int], limit: int = MAX_DATA_BYTES) -> None:
+    """GirError (at the largest tensor's declaration) if the tensors of `func` at `sizes` need more than
+    `limit` bytes: huge --sizes must give a clear message, not a MemoryError."""
+    decls = [(p.name, p.type, p.loc) for p in func.params + func.results]
+    decls += [(a.name, a.type, a.loc) for a in func.body if isinstance(a, ir.Alloc)]
+    total, biggest = 0, None
+    for name, ttype, loc in decls:
+        if any(isinstance(d, str) and d not in sizes for d in ttype.shape):
+            continue
+        n = math.prod(shape_of(ttype, sizes)) * ttype.dtype.numpy.itemsize
+        total += n
+        if biggest is None or n > biggest[0]:
+            biggest = (n, name, ttype, loc)
+    if total > limit:
+        n, name, ttype, loc = biggest
+        shape = ", ".join(str(d) for d in shape_of(ttype, sizes))
+        raise GirError(f"the tensors of '{func.name}' would need {_human(total)} at these sizes "
+                       f"(the limit is {_human(limit)})", loc,
+                       [f"the largest is '{name}': {ttype.dtype.value}[{shape}], {_human(n)}",
+                        "use smaller --sizes"])
 
 
 def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -60,6 +106,8 @@ def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator
         if missing:
             raise GirError(f"size {missing[0]} of input '{p.name}' is not given (use --sizes "
                            f"{missing[0]}=...)")  # a command-line problem: one line, no source excerpt
+    check_footprint(func, sizes)
+    for p in func.params:
         shape = shape_of(p.type, sizes)
         dt = p.type.dtype
         if dt == ir.DType.bool:
@@ -76,6 +124,7 @@ class _Evaluator:
         self.info = info
         self.cdt = cdt
         self.sizes = bind_sizes(info.func, inputs, sizes)
+        check_footprint(info.func, self.sizes)
         self.env: dict[str, np.ndarray] = {}
         for p in info.func.params:
             arr = np.asarray(inputs[p.name])
@@ -166,7 +215,7 @@ class _Evaluator:
         return fn(x, axis=axes, keepdims=True)
 
     def _floats(self, *xs):
-        if any(np.asarray(x).dtype.kind == "f" for x in xs):
+        if any(_is_float(np.asarray(x).dtype) for x in xs):
             return [np.asarray(x).astype(self.cdt, copy=False) for x in xs]
         return [np.asarray(x) for x in xs]
 
@@ -208,14 +257,20 @@ class _Evaluator:
                     "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[fn](x)
 
 
+def _is_float(dt: np.dtype) -> bool:
+    """numpy floats and ml_dtypes' bfloat16 (whose kind is 'V')."""
+    return dt.kind == "f" or dt.name == "bfloat16"
+
+
 def _cast(value: np.ndarray, dt: ir.DType) -> np.ndarray:
     value = np.asarray(value)
     if dt == ir.DType.bool:
         return value != 0
-    if dt.is_int and value.dtype.kind == "f":
+    if dt.is_int and _is_float(value.dtype):
         with np.errstate(invalid="ignore"):
             return np.trunc(value).astype(dt.numpy)
-    return value.astype(dt.numpy)
+    with np.errstate(over="ignore", invalid="ignore"):  # rounding to the declared type may overflow to inf
+        return value.astype(dt.numpy)
 
 
 __all__ = ["evaluate", "bind_sizes", "random_inputs", "shape_of", "FuncInfo"]

@@ -140,6 +140,13 @@ class _FuncAnalyzer:
                                 idx.loc)
                 return None
             out_vars.append(idx.name)
+        if not self.func.is_explicit:  # a result read before its definition would make a cycle
+            for x in _walk(s.value):
+                if (isinstance(x, ir.Ref) and x.name in self.results and x.name not in assigned
+                        and (x.name == t.name or x.name not in self.attempted)):
+                    self.diag.error(f"result '{x.name}' is read before it is assigned", x.loc,
+                                    "statements run in order; assign the result first or use an intermediate")
+                    return None
         ranges: dict[str, tuple[ir.Dim, Loc | None]] = {}
         if t.name in self.results:
             rtype = self.results[t.name].type

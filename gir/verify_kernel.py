@@ -263,6 +263,9 @@ class KernelVerifier:
                 if x.fn == "transpose":   # kernel-only builtin: a 2-D tile with its axes swapped
                     if len(x.args) != 1:
                         self.diag.error(f"transpose() takes 1 argument, got {len(x.args)}", x.loc)
+                elif x.fn == "gather_cols":   # kernel-only: out[r, 0] = a[r, idx[r, 0]] (0 when out of range)
+                    if len(x.args) != 2:
+                        self.diag.error(f"gather_cols() takes 2 arguments, got {len(x.args)}", x.loc)
                 elif x.fn not in KNOWN_FUNCS or (KNOWN_FUNCS[x.fn] != len(x.args) and x.fn not in ("max", "min")):
                     self.diag.error(f"unknown function or wrong arity: {x.fn}/{len(x.args)}", x.loc)
 
@@ -288,6 +291,15 @@ class KernelVerifier:
                 self.diag.error(f"transpose() needs a 2-D tile, got shape {list(inner)}", e.loc)
                 return None
             return (inner[1], inner[0])
+        if isinstance(e, ir.Call) and e.fn == "gather_cols" and len(e.args) == 2:
+            a, idx = (self.expr_shape(x, scope) for x in e.args)
+            if a is None or idx is None:
+                return None
+            if len(a) != 2 or idx not in ((a[0], 1), (a[0],)):
+                self.diag.error(f"gather_cols() needs a [R, C] tile and [R, 1] indices, got {list(a)} and "
+                                f"{list(idx)}", e.loc)
+                return None
+            return (a[0], 1)
         children = [e.lhs, e.rhs] if isinstance(e, ir.BinOp) else [e.operand] if isinstance(e, ir.UnOp) else \
             list(e.args) if isinstance(e, ir.Call) else []
         shapes = [self.expr_shape(c, scope) for c in children]

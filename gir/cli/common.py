@@ -19,6 +19,9 @@ def load_verified(path: str) -> ir.Module:
     return module
 
 
+MAX_SIZE = 1 << 62  # beyond int64 index arithmetic in every backend
+
+
 def parse_sizes(text: str | None) -> dict[str, int]:
     """`M=4,N=7` → {"M": 4, "N": 7}."""
     sizes: dict[str, int] = {}
@@ -30,6 +33,8 @@ def parse_sizes(text: str | None) -> dict[str, int]:
             raise GirError(f"bad --sizes entry '{part}': expected NAME=INT (e.g. M=4,N=7)")
         if int(value) < 1:
             raise GirError(f"size {key.strip()}={value.strip()} must be at least 1")
+        if int(value) > MAX_SIZE:
+            raise GirError(f"size {key.strip()}={value.strip()} is too large (at most 2^62)")
         sizes[key.strip()] = int(value)
     return sizes
 

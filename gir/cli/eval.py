@@ -33,9 +33,12 @@ def run(args) -> int:
         raise GirError(f"no function '{args.func_name}' in {args.file}") from None
     if args.inputs:
         try:
-            with np.load(args.inputs) as data:
+            data = np.load(args.inputs)
+            if not hasattr(data, "files"):  # a single .npy array, not an .npz archive
+                raise ValueError("not an .npz archive (write one with numpy.savez(path, NAME=array, ...))")
+            with data:
                 inputs = {k: data[k] for k in data.files}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             raise GirError(f"cannot read inputs from {args.inputs}: {exc}") from None
     else:
         inputs = random_inputs(func, parse_sizes(args.sizes), np.random.default_rng(args.seed))
@@ -43,8 +46,9 @@ def run(args) -> int:
     outputs = evaluate(func, inputs, compute_dtype=dtype)
     for name, arr in outputs.items():
         a = np.asarray(arr, dtype=np.float64)
-        print(f"{name}: {arr.dtype}{list(arr.shape)}  min={a.min():.6g} max={a.max():.6g} "
-              f"mean={a.mean():.6g} sum={a.sum():.6g}")
+        with np.errstate(all="ignore"):  # inf - inf in the mean of an overflowed result is just nan
+            print(f"{name}: {arr.dtype}{list(arr.shape)}  min={a.min():.6g} max={a.max():.6g} "
+                  f"mean={a.mean():.6g} sum={a.sum():.6g}")
         if args.show:
             print(np.array2string(np.asarray(arr), threshold=200))
     if args.output:

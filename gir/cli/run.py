@@ -51,13 +51,14 @@ def _lower(module: ir.Module, sizes) -> ir.Module:
 
 
 def run(args) -> int:
-    from gir.evaluate import evaluate, random_inputs
+    from gir.evaluate import check_footprint, evaluate, random_inputs
     from targets.registry import get_target
 
     target = get_target(args.target)
     sizes = parse_sizes(args.sizes)
     module = load_verified(args.file)
     func = _pick(module, args.func_name, args.file)
+    check_footprint(func, sizes)  # before lowering: huge sizes are an error at the source declaration
     reference = None
     check = args.check or (func.is_explicit and not args.no_check)
     if not func.is_explicit:
@@ -78,7 +79,13 @@ def run(args) -> int:
         for w in check_module(ir.Module((func,)), "cuda" if target.family == "gpu" else "mlu", sizes, False):
             print(w.format(), file=sys.stderr)
     inputs = random_inputs(func, sizes, np.random.default_rng(args.seed))
-    result = _execute(target, func, inputs, sizes, not args.no_races)
+    try:
+        with np.errstate(all="ignore"):  # f32 overflow to inf is the program's semantics; the table shows it
+            result = _execute(target, func, inputs, sizes, not args.no_races)
+    except MemoryError:
+        raise GirError(f"out of memory running '{func.name}' on target '{target.name}'", func.loc,
+                       ["a buffer is too large at these sizes; use smaller --sizes (and do not skip the "
+                        "capacity check with --no-check)"]) from None
     if result is None:
         return 2
     status = 0

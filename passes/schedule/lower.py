@@ -99,7 +99,7 @@ def _lower(func: ir.Func, target: str, options: dict | None) -> tuple[ir.Func, F
         out, plans, owners = _assemble(func, info, built, choices, stores, results, m, hints)
         if not check:
             break
-        failed = _check(out, owners, choices, target)
+        failed = _check(out, owners, choices, target, [g for g, _ in built])
         if not failed:
             break
     return out, FuncPlan(func.name, plans, time.perf_counter() - t0)
@@ -179,6 +179,8 @@ class _RowChoice:
         while self.pos < len(self.cands) and condemned(self.cands[self.pos][0]):
             self.pos += 1
         if self.pos >= len(self.cands) or len(self.rejected) >= MAX_REJECTIONS:
+            if all(any(m.startswith("[bounds]") for m in ms) for _, ms in self.rejected):
+                raise _bounds_error(self.rk.g, [m for _, ms in self.rejected for m in ms])
             msgs = "; ".join(m for _, ms in self.rejected for m in ms[:1])
             raise GirError(f"internal error: no candidate of group {self.rk.g.targets} passes the kernel "
                            f"checks ({len(self.rejected)} rejected: {msgs})")
@@ -188,7 +190,27 @@ MAX_REJECTIONS = 12
 _CHECKED: dict[tuple[str, str, str], list] = {}   # (target, signature + allocs, kernel text) -> errors
 
 
-def _check(out: ir.Func, owners: dict, choices: dict[int, _RowChoice], target: str) -> bool:
+def _bounds_error(g: Group, messages: list[str]) -> GirError:
+    """Every schedule of group `g` reads or writes out of bounds: the source indices leave the tensor
+    (e.g. `x[i, N - j]`); point at the first source access of the tensor the check names."""
+    import re
+
+    first = next(m for m in messages if m.startswith("[bounds]"))
+    named = re.search(r"of '(\w+)'", first)
+    loc = g.stmts[0].stmt.loc
+    for st in g.stmts:
+        refs = [x for x in _walk(st.stmt.value) if isinstance(x, ir.Ref)]
+        hit = next((x for x in refs if named and x.name == named.group(1) and x.loc), None)
+        if hit is not None:
+            loc = hit.loc
+            break
+    what = f"'{named.group(1)}'" if named else "a tensor"
+    return GirError(f"{what} is accessed out of bounds: an index leaves the tensor for some index values", loc,
+                    [f"every schedule fails the bounds check, e.g. {first}"])
+
+
+def _check(out: ir.Func, owners: dict, choices: dict[int, _RowChoice], target: str,
+           groups: list[Group]) -> bool:
     """Check every kernel of `out` (cached by structure); reject failing row candidates.
     Returns whether anything was rejected (the function must be emitted again)."""
     from passes.analysis.checks import check_kernel
@@ -205,6 +227,8 @@ def _check(out: ir.Func, owners: dict, choices: dict[int, _RowChoice], target: s
         if not errors:
             continue
         if gi not in choices:
+            if any(d.check == "bounds" for d in errors):
+                raise _bounds_error(groups[gi], [d.message for d in errors])
             raise GirError(f"internal error: scheduled kernel '{k.name}' fails the kernel checks: "
                            + "; ".join(d.message for d in errors))
         choices[gi].reject(errors)

@@ -1,0 +1,101 @@
+"""Impossible shapes: bad --sizes, huge tensors, malformed --inputs files. Each must give a clear
+diagnostic (located, or one of the documented command-line messages), never a traceback."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.fuzz.harness import invoke
+
+SOFTMAX = "samples/softmax.gir"
+EXPLICIT = "samples/explicit/softmax_rows.gir"
+HUGE = str(2**40)
+
+
+@pytest.mark.parametrize("argv, first", [
+    (["eval", SOFTMAX, "--sizes", "M=0,N=3"], "error: size M=0 must be at least 1"),
+    (["eval", SOFTMAX, "--sizes", "M=-1,N=3"], "error: size M=-1 must be at least 1"),
+    (["eval", SOFTMAX, "--sizes", "M=4"], "error: size N of input 'x' is not given"),
+    (["eval", SOFTMAX, "--sizes", "M=4,N"], "error: bad --sizes entry 'N'"),
+    (["eval", SOFTMAX, "--sizes", "M=99999999999999999999999,N=2"], "error: size M=99999999999999999999999 is too large"),
+    (["run", SOFTMAX], "error: size M of input 'x' is not given"),
+    (["eval", "does/not/exist.gir"], "error: cannot read does/not/exist.gir"),
+])
+def test_command_line_errors(argv, first):
+    o = invoke(argv)
+    assert o.ok, (o.problems, o.stderr, o.exc)
+    assert o.status == 1 and o.stderr.startswith(first), o.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", SOFTMAX, "--sizes", f"M={HUGE},N={HUGE}"],
+    ["eval", SOFTMAX, "--sizes", "M=1048576,N=1048576"],
+    ["run", SOFTMAX, "--sizes", "M=1048576,N=1048576", "--no-races"],
+    ["run", SOFTMAX, "--sizes", f"M={HUGE},N=1", "--no-races"],
+])
+def test_huge_tensors_are_a_located_memory_error(argv):
+    o = invoke(argv, timeout=30)
+    assert o.ok, (o.problems, o.stderr, o.exc)
+    assert o.status == 1
+    assert "would need" in o.stderr and "the limit is 2.00 GiB" in o.stderr, o.stderr
+    assert o.stderr.startswith(f"{SOFTMAX}:2:"), o.stderr  # points at the declaration of x/y
+
+
+def test_huge_explicit():
+    o = invoke(["check", EXPLICIT, "--sizes", f"M={HUGE}"], timeout=60)
+    assert o.ok and o.status == 1, (o.problems, o.stderr)
+    assert "[overflow]" in o.stderr.splitlines()[0]
+    o = invoke(["run", EXPLICIT, "--sizes", f"M={HUGE}", "--no-races"], timeout=60)
+    assert o.ok and o.status == 1, (o.problems, o.stderr)
+    assert o.stderr.startswith(f"{EXPLICIT}:3:") and "would need" in o.stderr, o.stderr
+
+
+def test_outer_product_result_too_large(tmp_path):
+    """Small inputs, huge result: caught before evaluation allocates it."""
+    src = tmp_path / "outer.gir"
+    src.write_text("func outer(a: f32[M], b: f32[N]) -> (y: f32[M, N]) {\n  y[i, j] = a[i] * b[j]\n}\n")
+    npz = tmp_path / "in.npz"
+    np.savez(npz, a=np.ones(300_000, np.float32), b=np.ones(300_000, np.float32))
+    o = invoke(["eval", str(src), "--inputs", str(npz)], timeout=30)
+    assert o.ok and o.status == 1, (o.problems, o.stderr, o.exc)
+    assert "would need" in o.stderr and f"{src}:1:" in o.stderr.splitlines()[0]
+
+
+def _npz(tmp_path, name, **arrays):
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return str(path)
+
+
+def test_bad_inputs_files(tmp_path):
+    rng = np.random.default_rng(1)
+    cases = {
+        "missing input 'x'": _npz(tmp_path, "b.npz", y=rng.standard_normal((3, 4))),
+        "input 'x' has rank 1, expected 2": _npz(tmp_path, "c.npz", x=rng.standard_normal(3)),
+        "input 'x' has element type complex64": _npz(tmp_path, "d.npz", x=np.ones((3, 4), np.complex64)),
+        "input 'x' has element type <U1": _npz(tmp_path, "e.npz", x=np.array([["a", "b"]])),
+        "input 'x' has an empty dimension": _npz(tmp_path, "f.npz", x=np.ones((0, 4))),
+    }
+    for expected, path in cases.items():
+        o = invoke(["eval", SOFTMAX, "--inputs", path])
+        assert o.ok and o.status == 1, (expected, o.problems, o.stderr, o.exc)
+        assert o.stderr.startswith(f"{SOFTMAX}:2:14: error: {expected}"), o.stderr
+    npy = tmp_path / "x.npy"
+    np.save(npy, rng.standard_normal((3, 4)))
+    garbage = tmp_path / "g.npz"
+    garbage.write_text("garbage")
+    for path in (npy, garbage, tmp_path / "none.npz"):
+        o = invoke(["eval", SOFTMAX, "--inputs", str(path)])
+        assert o.ok and o.status == 1 and o.stderr.startswith(f"error: cannot read inputs from {path}"), o.stderr
+
+
+def test_mismatched_sizes_across_inputs(tmp_path):
+    src = tmp_path / "add.gir"
+    src.write_text("func add(a: f32[N], b: f32[N]) -> (y: f32[N]) {\n  y[i] = a[i] + b[i]\n}\n")
+    path = _npz(tmp_path, "ab.npz", a=np.ones(5), b=np.ones(7))
+    o = invoke(["eval", str(src), "--inputs", path])
+    assert o.ok and o.status == 1, (o.problems, o.stderr)
+    assert "size N is 5 but input 'b' gives 7" in o.stderr.splitlines()[0]
+    good = _npz(tmp_path, "ok.npz", a=np.arange(1, 6.0), b=np.arange(2, 7.0))
+    o = invoke(["eval", str(src), "--inputs", good, "--print"])
+    assert o.status == 0 and "[ 3.  5.  7.  9. 11.]" in o.stdout, o.stdout
