@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import to_affine
+from gir.affine import Affine, to_affine
 from gir.errors import DiagnosticCollector, GirError, Loc
 
 KNOWN_FUNCS = {**{f: 1 for f in ir.UNARY_FUNCS}, "max": 2, "min": 2, "pow": 2, "select": 3,
@@ -180,6 +180,9 @@ class _FuncAnalyzer:
         reduce_vars = self.bind_reductions(s, set(out_vars))
         if len(self.diag.diagnostics) > errors_before:
             return None
+        self.check_index_bounds(s.value, {v: r[0] for v, r in ranges.items()})
+        if len(self.diag.diagnostics) > errors_before:
+            return None
         shape = tuple(ranges[v][0] for v in out_vars)
         if t.name in self.results:
             rtype = self.results[t.name].type
@@ -196,6 +199,33 @@ class _FuncAnalyzer:
         assigned.add(t.name)
         self.defined_at[t.name] = t.loc
         return StmtInfo(s, tuple(out_vars), {v: r[0] for v, r in ranges.items()}, reduce_vars)
+
+    def check_index_bounds(self, e, ranges: dict[str, ir.Dim]) -> None:
+        """Every affine index stays inside its dimension for all sizes >= 1.
+
+        Index variables range independently over boxes, so the extremes of an affine index are reached at the
+        corners: each extreme is an affine function of the sizes, which is >= 0 for all sizes >= 1 exactly when
+        its size coefficients are >= 0 and its value at sizes = 1 is >= 0."""
+        for ref in _walk(e):
+            if not isinstance(ref, ir.Ref) or ref.name not in self.types:
+                continue
+            for dim, idx in zip(self.types[ref.name].shape, ref.index):
+                aff = to_affine(idx) if not isinstance(idx, ir.Slice) else None
+                if aff is None or isinstance(idx, ir.Var):
+                    continue
+                lo, hi = Affine({}, aff.const), Affine({}, aff.const)
+                for name, c in aff.coeffs.items():
+                    if name in self.sizes:
+                        lo, hi = lo + Affine({name: c}), hi + Affine({name: c})
+                        continue
+                    top = _dim_affine(ranges.get(name, 1)) - Affine({}, 1)  # the variable's largest value
+                    lo, hi = (lo + top.scale(c), hi) if c < 0 else (lo, hi + top.scale(c))
+                for bad, what in ((lo, "below 0"), (_dim_affine(dim) - Affine({}, 1) - hi, f"past the extent {dim}")):
+                    value_at_1 = bad.const + sum(bad.coeffs.values())
+                    if value_at_1 < 0 or any(c < 0 for c in bad.coeffs.values()):
+                        self.diag.error(f"index of '{ref.name}' is out of bounds: it can go {what}", getattr(idx, "loc", None) or ref.loc,
+                                        "index variables range over the whole extent of the dimensions they index")
+                        break
 
     def check_assign_kind(self, dtype: ir.DType, kind: str, s: ir.Assign) -> None:
         if kind == KIND_BOOL and dtype != ir.DType.bool:
@@ -408,6 +438,10 @@ class _FuncAnalyzer:
         if k == KIND_BOOL:
             self.diag.error(f"{what} does not take boolean operands", getattr(e, "loc", None),
                             "convert with f32(...) or use select()")
+
+
+def _dim_affine(d: ir.Dim) -> Affine:
+    return Affine({d: 1}) if isinstance(d, str) else Affine({}, d)
 
 
 def _walk(e):

@@ -51,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     except GirError as exc:
         print(exc.format(), file=sys.stderr)
         return 1
+    except Exception as exc:  # a simulator's own diagnostic (it names a place in the emitted program text)
+        if type(exc).__name__ != "MluError":
+            raise
+        print(f"{exc}\nnote: raised while simulating the MLU program that gir emitted for {args.file!s}",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("gir: interrupted", file=sys.stderr)
         return 130
