@@ -362,7 +362,10 @@ class _KernelEmitter:
             return Opd(SCALAR, ptr, value=f"{e.name}[{base}]" if base != "0" else f"{e.name}[0]", dtype=dt)
         lens = [_const_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
         if L.is_rowvec(b.shape):
-            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base)
+            start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
+            if start != "0":   # a region at an offset (hoisted row vectors): element copies only (vecops)
+                base = start if base == "0" else f"{base} + {start}"
+            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base, shifted=start != "0")
         if len(b.shape) == 1:
             return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
         return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=L.pitch(b.shape), cols=lens[1],

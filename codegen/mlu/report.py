@@ -1,16 +1,24 @@
 """Measure every sample on the simulated MLU370: `python -m codegen.mlu.report > docs/results-mlu.md`.
 
 Timing runs use the simulator's timing-only mode (`run_func(..., values=False)`: shapes only, nothing allocated)
-at a large size per sample (LARGE / SIZES below). Columns: simulated time of the fused schedule (pipelined), its
-ratio to the DMA roofline (compulsory bytes / `gdram_bandwidth`), the op-by-op baseline (one kernel per
-statement, through GDRAM), the same fused schedule without software pipelining, GDRAM traffic, and the maximum
-relative error against `gir.evaluate` of a value-simulated run at a smaller size (CHECK). Samples that only
-have the scalar fallback are listed without timings (the fallback is far from the roofline by construction).
+at a large size per sample (LARGE / SIZES). Columns: the schedule kind, simulated time of the fused schedule
+(pipelined), its ratio to the DMA roofline (compulsory bytes / `gdram_bandwidth`), the op-by-op baseline (every
+statement scheduled alone with the same schedules, intermediates through GDRAM), the same schedule without
+software pipelining, the pipes' busy time relative to the roofline, GDRAM traffic, and the maximum relative
+error against `gir.evaluate` of a value-simulated run at a smaller size (CHECK).
+
+Every simulation runs under a wall-clock cap (CAP_S, a SIGALRM timer): scalar fallback kernels interpret every
+element (about 250 us of wall time per element, e.g. reverse_rows at 256 x 256 takes ~17 s, at 4096 x 4096 it
+would take ~70 min). A sample whose fused run hits the cap is measured at PROBE sizes instead (stated in its row);
+any other run that hits the cap shows "capped".
 """
 from __future__ import annotations
 
 import glob
+import re
+import signal
 import sys
+import time
 
 import numpy as np
 
@@ -21,23 +29,51 @@ from targets.mlu import MLU370
 from targets.mlu.run import run_func
 
 LARGE = {"M": 4096, "N": 4096, "C": 4096}
-SIZES = {"reduce_mid": {"B": 16, "S": 1024, "D": 4096}, "scaled_causal_softmax": {"B": 4, "H": 16, "S": 1024}, "permute0213": {"B": 8, "S": 1024, "H": 16, "D": 64}}
+SIZES = {"reduce_mid": {"B": 16, "S": 1024, "D": 4096}, "scaled_causal_softmax": {"B": 4, "H": 16, "S": 1024},
+         "permute0213": {"B": 8, "S": 1024, "H": 16, "D": 64}, "group_norm": {"N": 16, "G": 32, "CG": 8, "HW": 4096}}
 CHECK = {"M": 257, "N": 1000, "C": 1000, "B": 3, "S": 130, "D": 200, "H": 5}
+CHECK_SIZES = {"group_norm": {"N": 3, "G": 4, "CG": 5, "HW": 130}}
+PROBE = {"M": 128, "N": 128, "C": 128, "B": 2, "S": 64, "D": 64, "H": 2}
+PROBE_SIZES = {"group_norm": {"N": 2, "G": 2, "CG": 4, "HW": 64}}
+CAP_S = 30.0
 LIMIT = 1.15
-REASONS = {   # why a row is above LIMIT (checked against the simulator's pipe_busy; see docs/mlu.md, Known gaps)
-    "cross_entropy": "compute-bound: exp (special class) plus the iota broadcast, per-row compare and mask multiply "
-                     "per element, with only 4 bytes/elem of traffic",
+REASONS = {   # why a row is above LIMIT (see the pipe columns and docs/mlu.md, Known gaps)
     "elementwise_chain": "compute-bound: ~10 special-class (8 cycles/unit) vector ops per element (sigmoid, tanh, "
                          "sqrt, pow, log, exp) exceed the per-core DMA share",
     "softmax_f16": "nearly compute-bound: 2 byte/elem of traffic each way, but f16<->f32 conversions plus exp leave "
                    "the compute pipe ~as busy as the IO pipe",
+    "layernorm_768": "short run (25 MB): pipeline fill/drain per core and the 500-cycle latency of each DMA, "
+                     "serialised on the IO pipe",
+    "rmsnorm_bf16": "NRAM-limited tile (f32 working tiles + double-buffered bf16 tiles): the serialised 500-cycle "
+                    "per-DMA latency adds ~15% to the IO pipe's busy time",
 }
-FALLBACK = {   # samples without a fused MLU schedule yet, and what is missing
-    "group_norm": "reduction over two axes (CG, HW) with per-(g, c) parameters: not yet in the row model",
-    "masked_softmax": "bool input: the vector ISA has no uint8 conversion (needs a byte-spreading NRAM copy)",
-    "relu_mask": "bool and i32 outputs (no float->uint8 vector conversion)",
-    "reverse_rows": "no reversing copy or vector op in the MLU language (would need a permutation matmul)",
+
+
+FALLBACK = {   # samples some statement of which runs as a scalar kernel, and what is missing
+    "group_norm": "not fused yet: rows of (n, g) with per-(g, c) parameters need a per-channel scale/shift on "
+                  "[CG, HW] tiles plus a [CG, 1] -> scalar total inside the pipelined loop",
+    "reverse_rows": "no reversing copy or vector op in the MLU language; the block reversal (__bang_matmul by a "
+                    "64 x 64 anti-identity in WRAM, block order reversed by the store DMA) is not implemented",
 }
+
+
+class Capped(Exception):
+    """A simulation ran past CAP_S seconds of wall time."""
+
+
+def _alarm(signum, frame):
+    raise Capped()
+
+
+def capped(fn, *args, **kw):
+    """fn(*args, **kw) under the wall-clock cap; raises Capped."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, CAP_S)
+    try:
+        return fn(*args, **kw)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _err(out, ref):
@@ -45,73 +81,146 @@ def _err(out, ref):
                      (np.max(np.abs(ref[k].astype(np.float64))) + 1e-30)) for k in ref)
 
 
-def _compulsory(f, sizes) -> int:
+def compulsory_bytes(f, sizes) -> int:
+    """Every input read once, every output written once (bool: 1 byte)."""
     total = 0
     for p in f.params + f.results:
         n = 1
         for d in p.type.shape:
             n *= d if isinstance(d, int) else sizes[d]
-        total += n * (1 if p.type.dtype.value == "bool" else p.type.dtype.nbytes)
+        total += n * p.type.dtype.nbytes
     return total
 
 
-def _fused_kind(f, sizes) -> str:
-    e = schedule_mlu(f, sizes)
-    names = [k.name for k in e.kernels]
-    if any(n.endswith("_k0") for n in names):
-        return "fallback"
+_compulsory = compulsory_bytes   # the name the tests use
+
+
+def schedule_kind(f, sizes) -> str:
+    """'fused' (the fused schedules cover the function), 'per-statement' (only statement by statement), or
+    'scalar fallback' (some statement runs as a scalar kernel)."""
+    names = [k.name for k in schedule_mlu(f, sizes).kernels]
+    if any(re.search(r"_k\d+$", n) for n in names):
+        return "scalar fallback"
+    if any(re.search(r"_s\d+_", n) for n in names):
+        return "per-statement"
     return "fused"
 
 
-def measure(path: str):
+def _sizes(f, table, default):
+    want = table.get(f.name, default)
+    return {s: want[s] for s in f.size_symbols()} if all(s in want for s in f.size_symbols()) else None
+
+
+def measure(path: str) -> dict:
     f = parse_file(path).funcs[0]
-    name = f.name
-    sizes = {s: SIZES.get(name, LARGE)[s] for s in f.size_symbols()} if all(
-        s in SIZES.get(name, LARGE) for s in f.size_symbols()) else None
-    if sizes is None or _fused_kind(f, sizes) != "fused":
-        return name, sizes, None
-    fused = run_func(f, None, sizes, values=False)
-    nopipe = run_func(f, None, sizes, pipeline=False, values=False)
-    base = run_func(f, None, sizes, mode="opbyop", values=False)
-    small = {s: CHECK[s] for s in f.size_symbols()}
-    x = random_inputs(f, small, np.random.default_rng(0))
-    err = _err(run_func(f, x, small).outputs, evaluate(f, x, small))
-    roof = _compulsory(f, sizes) / MLU370.gdram_bandwidth
-    return name, sizes, (fused.stats, nopipe.stats, base.stats, roof, err)
+    row = {"name": f.name, "note": ""}
+    sizes = _sizes(f, SIZES, LARGE)
+    if sizes is None:
+        row["note"] = "no report size for its size symbols"
+        return row
+    row["kind"] = schedule_kind(f, sizes)
+    t0 = time.perf_counter()
+    try:
+        fused = capped(run_func, f, None, sizes, values=False)
+    except Capped:
+        row["note"] = (f"the fused run at {_fmt(sizes)} exceeded the {CAP_S:.0f} s simulation cap "
+                       f"({row['kind']}); measured at reduced sizes")
+        sizes = _sizes(f, PROBE_SIZES, PROBE)
+        row["kind"] = schedule_kind(f, sizes)
+        t0 = time.perf_counter()
+        fused = capped(run_func, f, None, sizes, values=False)
+    row["wall"] = time.perf_counter() - t0
+    row["sizes"], row["fused"] = sizes, fused.stats
+    for key, kw in (("nopipe", dict(pipeline=False)), ("base", dict(mode="opbyop"))):
+        try:
+            row[key] = capped(run_func, f, None, sizes, values=False, **kw).stats
+        except Capped:
+            row[key] = None
+    small = _sizes(f, CHECK_SIZES, CHECK)
+    for attempt in (small, _sizes(f, PROBE_SIZES, PROBE)):
+        x = random_inputs(f, attempt, np.random.default_rng(0))
+        try:
+            row["err"] = _err(capped(run_func, f, x, attempt).outputs, evaluate(f, x, attempt))
+            row["check"] = attempt
+            break
+        except Capped:
+            row["err"], row["check"] = None, None
+    row["roof"] = compulsory_bytes(f, sizes) / MLU370.gdram_bandwidth
+    return row
+
+
+def _fmt(sizes) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def _vs(stats, t) -> str:
+    if stats is None:
+        return f"capped (> {CAP_S:.0f} s to simulate)"
+    return f"{stats['seconds'] * 1e6:.1f} ({stats['seconds'] / t:.2f}x)"
+
+
+def _pipes(stats, roof) -> str:
+    busy = stats.get("pipe_busy", {})
+    per_core = {k: v / 32 / MLU370.clock_hz / roof for k, v in busy.items()}   # mean over the 32 cores
+    return " / ".join(f"{per_core.get(k, 0):.2f}" for k in ("io", "compute", "scalar"))
 
 
 def main(argv=None) -> None:
-    rows, over = [], []
-    for path in sorted(glob.glob("samples/*.gir")):
-        name, sizes, m = measure(path)
-        if m is None:
-            rows.append(f"| {name} | scalar fallback: {FALLBACK.get(name, 'outside the fused schedules')} "
-                        f"| | | | | | |")
+    start = time.perf_counter()
+    rows = [measure(p) for p in sorted(glob.glob("samples/*.gir"))]
+    lines, over = [], []
+    for r in rows:
+        if "fused" not in r:
+            lines.append(f"| {r['name']} | | | | | | | | | | {r['note']} |")
             continue
-        fused, nopipe, base, roof, err = m
-        t = fused["seconds"]
-        size_text = " ".join(f"{k}={v}" for k, v in sizes.items())
-        mark = " **!**" if t / roof > LIMIT else ""
+        t = r["fused"]["seconds"]
+        ratio = t / r["roof"]
+        mark = " **!**" if ratio > LIMIT else ""
         if mark:
-            over.append(name)
-        rows.append(f"| {name} | {size_text} | {t * 1e6:.1f} | {t / roof:.3f}{mark} | {base['seconds'] * 1e6:.1f} "
-                    f"({base['seconds'] / t:.2f}x) | {nopipe['seconds'] * 1e6:.1f} "
-                    f"({nopipe['seconds'] / t:.2f}x) | {fused['gdram_traffic_bytes'] / 1e6:.2f} | {err:.1e} |")
+            over.append(r)
+        check = "capped" if r["err"] is None else f"{r['err']:.1e}"
+        if r["err"] is not None and r["check"] != _sizes(parse_file(f"samples/{r['name']}.gir").funcs[0],
+                                                         CHECK_SIZES, CHECK):
+            check += f" (at {_fmt(r['check'])})"
+        lines.append(f"| {r['name']} | {_fmt(r['sizes'])} | {r['kind']} | {t * 1e6:.1f} | {ratio:.3f}{mark} | "
+                     f"{_vs(r['base'], t)} | {_vs(r['nopipe'], t)} | {_pipes(r['fused'], r['roof'])} | "
+                     f"{r['fused']['gdram_traffic_bytes'] / 1e6:.2f} | {check} | {r['note']} |")
+    total = time.perf_counter() - start
     print("# MLU370 (simulated) results\n")
-    print("Produced by `python -m codegen.mlu.report > docs/results-mlu.md` (see codegen/mlu/report.py). Times are "
-          "microseconds of the simulator's timing model, measured in timing-only mode (`values=False`) at the sizes "
-          "given per row (f32 unless the sample says otherwise). Roofline = compulsory bytes (every input read "
-          f"once, every output written once) / {MLU370.gdram_bandwidth / 1e9:.0f} GB/s. `max rel err` is a "
-          f"value-simulated run against `gir.evaluate` at {', '.join(f'{k}={v}' for k, v in CHECK.items())}. "
-          f"**!** marks a ratio above {LIMIT}.\n")
-    print("| sample | sizes | fused us | / roofline | op-by-op us (speed-up) | no pipelining us (speed-up) | "
-          "GDRAM MB | max rel err |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    print("Produced by `python -m codegen.mlu.report > docs/results-mlu.md` (codegen/mlu/report.py; "
+          f"{total:.0f} s of wall time on the 2-core dev host). Times are microseconds of the simulator's timing "
+          "model, measured in timing-only mode (`values=False`) at the sizes given per row: "
+          f"{_fmt(LARGE)} unless the row says otherwise (f32 unless the sample says otherwise). Roofline = "
+          f"compulsory bytes (every input read once, every output written once; bool 1 byte) / "
+          f"{MLU370.gdram_bandwidth / 1e9:.0f} GB/s. **!** marks a ratio above {LIMIT} (reasons below).\n")
+    print("* *schedule*: `fused` = one fused schedule for the whole function (row model, long rows, column "
+          "reductions, permutations, scalar reductions, index values); `per-statement` = no fused schedule for the "
+          "whole function, so each statement is scheduled alone (= the op-by-op baseline); `scalar fallback` = "
+          "some statement runs as a scalar kernel.")
+    print("* *op-by-op*: every statement scheduled alone with the same vectorised schedules, one kernel (or "
+          "kernel pair) per statement, intermediates through GDRAM; speed-up = op-by-op / fused.")
+    print("* *no pipelining*: the same schedule with synchronous loads/stores (`pipeline=False`); speed-up = "
+          "no pipelining / fused.")
+    print("* *IO / compute / scalar vs roof*: busy time of the IO, compute and scalar pipes (mean over the 32 "
+          "cores; DMA latency included) divided by the roofline time: IO near the ratio = IO-bound, compute near it "
+          "= compute-bound, scalar large = scalar kernels.")
+    print(f"* *max rel err*: a value-simulated run against `gir.evaluate` at {_fmt(CHECK)} "
+          f"(group_norm: {_fmt(CHECK_SIZES['group_norm'])}).")
+    print(f"* Every simulation runs under a {CAP_S:.0f} s wall-clock cap (scalar fallback kernels interpret every "
+          "element, ~250 us of wall time per element); a sample whose fused run hits it is measured at reduced "
+          f"sizes ({_fmt(PROBE)}), other capped runs say so.\n")
+    print("| sample | sizes | schedule | fused us | / roofline | op-by-op us (speed-up) | no pipelining us "
+          "(speed-up) | IO / compute / scalar vs roof | GDRAM MB | max rel err | note |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(lines))
     if over:
         print(f"\nAbove {LIMIT}x:\n")
-        for name in over:
-            print(f"* {name}: {REASONS.get(name, 'not analysed')}")
+        for r in over:
+            why = REASONS.get(r["name"])
+            if why is None and r["kind"] == "scalar fallback":
+                why = "scalar fallback kernels: " + FALLBACK.get(r["name"], "outside the fused schedules")
+            print(f"* {r['name']}: {why or 'not analysed'} (IO / compute / scalar busy vs roof: "
+                  f"{_pipes(r['fused'], r['roof'])})")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ class Opd:
     dtype: str = "f32"
     name: str = ""       # buffer name and element offset of the current slot (for element reads `name[base + r]`)
     base: str = "0"
+    shifted: bool = False   # an [R, 1] region at a non-zero start (base includes it): element copies only
 
     def at(self, i: str) -> str:
         return f"{self.name}[{i}]" if self.base == "0" else f"{self.name}[{self.base} + {i}]"
@@ -52,7 +53,25 @@ class VecEmitter:
     def emit(self, dst: Opd, value, operand) -> None:
         """`operand(ir_expr) -> Opd` resolves a leaf (Ref / Const)."""
         if isinstance(value, (ir.Ref, ir.Const)):
-            return self.copy(dst, operand(value))
+            a = operand(value)
+            if dst.shifted or a.shifted:   # [R, 1] copies at offsets (hoisted row vectors): one element per row
+                if not (dst.kind == ROW and a.kind == ROW):
+                    raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
+                                   getattr(value, "loc", None))
+                self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) {{ {dst.at('r_')} = {a.at('r_')}; }}")
+                return
+            return self.copy(dst, a)
+        plain = operand
+
+        def operand(e):  # noqa: F811
+            o = plain(e)
+            if o.shifted:
+                raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
+                               getattr(e, "loc", None))
+            return o
+        if dst.shifted:
+            raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
+                           getattr(value, "loc", None))
         if isinstance(value, ir.Reduce):
             return self.reduce(dst, value, operand(value.arg))
         if isinstance(value, ir.BinOp) and value.op in BIN:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import func_info
-from passes.schedule_mlu.gather import gather_rows
+from passes.schedule_mlu.gather import gather_kernel
 from passes.schedule_mlu.fullreduce import combine_kernel, split_scalar
 from passes.schedule_mlu.indexops import COLV, ROWV, patch_kernel, pick_rows, rewrite_index_values
 from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
@@ -26,9 +26,10 @@ def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = T
         model = analyze_rows(vfunc, {})
         pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows)
         rows = pick_rows(pl.rows, ix, model.m)
-        kernel = lower_rows(model, RowPlan(rows, tasks, frozenset(pl.sram) - {COLV, ROWV}), f"{spec.name}_mlu")
-        if ix.col:
-            kernel = gather_rows(kernel)   # sum_j select(j == t[i], x[i, j], 0) as a per-row gather
+        if ix.col and not ix.row and not ix.lead:   # sum_j select(j == t[i], x[i, j], 0): per-row gathers
+            kernel, rows = gather_kernel(model, rows, tasks, frozenset(pl.sram) - {COLV, ROWV}, f"{spec.name}_mlu")
+        else:
+            kernel = lower_rows(model, RowPlan(rows, tasks, frozenset(pl.sram) - {COLV, ROWV}), f"{spec.name}_mlu")
         if ix.any:
             kernel = patch_kernel(kernel, ix, model.n, rows, types)
         items.append(kernel)

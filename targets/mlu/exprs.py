@@ -178,7 +178,10 @@ class ExprCompiler:
             return (lambda c, f: -fn(c, f)), typ, None
         if value is not None:
             return _const(int(not value)), INT, int(not value)
-        return (lambda c, f: int(not fn(c, f))), INT, None
+        def logical_not(c, f):
+            v = fn(c, f)
+            return v if v is UNKNOWN else int(not v)   # timing-only: pure arithmetic, decides nothing
+        return logical_not, INT, None
 
     def _binary(self, e: S.Binary):
         lf, lt, lv = self.expr(e.left)

@@ -65,7 +65,8 @@ def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int
         else:
             mem[name] = np.zeros(shape, _dev_dtype(dt))
     stats = MluStats({"seconds": 0.0, "cycles": 0.0, "gdram_read_bytes": 0.0, "gdram_write_bytes": 0.0,
-             "gdram_traffic_bytes": 0.0, "kernels": [], "compile_seconds": compile_seconds})
+             "gdram_traffic_bytes": 0.0, "kernels": [], "compile_seconds": compile_seconds,
+             "pipe_busy": {}})   # cycles summed over tasks and kernels, per pipe (io, compute, scalar)
     for k in kernels:
         args = {n: mem[n] for n in k.metadata["params"]}
         res = simulate(program, k.name, args, k.metadata["task_dim"], machine, values=values)
@@ -76,6 +77,8 @@ def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int
         for key in ("gdram_read_bytes", "gdram_write_bytes", "gdram_traffic_bytes"):
             stats[key] += res.bytes.get(key, 0.0)
         stats["kernels"].append((k.name, res.seconds))
+        for pipe, busy in res.pipe_busy.items():
+            stats["pipe_busy"][pipe] = stats["pipe_busy"].get(pipe, 0.0) + busy
     outs = {}
     for p in (func.results if values else ()):
         v = mem[p.name]

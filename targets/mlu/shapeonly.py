@@ -4,7 +4,7 @@ In timing-only mode no element values exist: GDRAM arguments and on-chip buffers
 and vector ops are checked and timed but move no data. A scalar read of an on-chip element (``buf[i]``) yields
 `UNKNOWN`, a value that flows through arithmetic, scalar functions and assignments (``float m = mx[r] * 2;``) and
 may be passed as the scalar operand of a vector op, but raises an `MluError` as soon as it would decide anything:
-a branch or loop condition, ``&&`` / ``||`` / ``!`` / ``?:``, a pointer offset, a copy size or stride, or a vector
+a branch or loop condition, ``&&`` / ``||`` / ``?:``, a pointer offset, a copy size or stride, or a vector
 element count. Timing-only mode therefore requires control flow and addressing that do not depend on tensor values,
 and says so (at the offending statement) when a kernel breaks that rule.
 """

@@ -78,7 +78,7 @@ __mlu_global__ void k(float* x, float* y) {
   __memcpy(a, x, 128, GDRAM2NRAM);
   float s = (float)(a[0]);
   half h = (half)(a[1] * 2.0f);
-  int i = (int)(a[2]);
+  int i = (int)(a[2]) + !(a[4] > 100.0f);
   __bang_mul_scalar(a, a, s + (float)(h) + (float)(i), 32);
   __memcpy(y, a, 128, NRAM2GDRAM);
 }
@@ -90,7 +90,7 @@ def test_cast_of_unknown_in_timing_only_mode():
     args = dict(x=x, y=rand(np.random.default_rng(4), 32))
     program = parse_program(CAST)
     full = simulate(program, "k", args, 1)
-    want = np.float32(x[0]) + np.float32(np.float16(x[1] * 2)) + np.float32(int(x[2]))
+    want = np.float32(x[0]) + np.float32(np.float16(x[1] * 2)) + np.float32(int(x[2]) + 1)
     np.testing.assert_allclose(full.outputs["y"], x * want, rtol=1e-6)
     timing = simulate(program, "k", {k: ShapeOnly(v.shape, v.dtype) for k, v in args.items()}, 1, values=False)
     assert timing.cycles == full.cycles

@@ -169,3 +169,18 @@ def test_offset_regions_only_in_row_copies():
     assert bad != e
     with pytest.raises(GirError, match="at an offset"):
         emit_func(bad)
+
+
+@pytest.mark.parametrize("bad,needle", [
+    ("gather_cols(x_t[0:2, 0:70], target_t[0:2, 0:1], x_t[0:2, 0:70])", "takes 2 arguments"),
+    ("gather_cols(x_t[0:2, 0:70], b1[0:2, 0:1] + x_t[0:2, 0:70])", "needs a [R, C] tile and [R, 1] indices"),
+])
+def test_gather_cols_is_checked(bad, needle):
+    from gir.errors import GirError
+    from gir.verifier import verify_module
+    e = schedule_mlu(_f("cross_entropy"), {"M": 64, "N": 70})
+    text = print_module(ir.Module((e,)))
+    good = "gather_cols(x_t[0:2, 0:70], target_t[0:2, 0:1])"
+    assert good in text
+    with pytest.raises(GirError, match=re.escape(needle)):
+        verify_module(parse_text(text.replace(good, bad)))
