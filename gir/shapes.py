@@ -362,6 +362,7 @@ class _FuncAnalyzer:
         if isinstance(e, ir.Const):
             if isinstance(e.value, bool):
                 return KIND_BOOL
+            check_literal(e, self.diag)
             return KIND_INT if isinstance(e.value, int) else KIND_FLOAT
         if isinstance(e, ir.Var):
             return KIND_INT
@@ -438,6 +439,16 @@ class _FuncAnalyzer:
         if k == KIND_BOOL:
             self.diag.error(f"{what} does not take boolean operands", getattr(e, "loc", None),
                             "convert with f32(...) or use select()")
+
+
+F32_MAX = 3.4028234663852886e38
+
+
+def check_literal(c: ir.Const, diag: DiagnosticCollector) -> None:
+    """Float arithmetic is done in f32: a finite literal beyond its range would silently become inf."""
+    if isinstance(c.value, float) and c.value == c.value and abs(c.value) != float("inf") and abs(c.value) > F32_MAX:
+        diag.error(f"literal {c.value!r} overflows f32, the type floating-point arithmetic is done in", c.loc,
+                   "write inf if you mean infinity")
 
 
 def _dim_affine(d: ir.Dim) -> Affine:

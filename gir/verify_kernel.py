@@ -256,6 +256,9 @@ class KernelVerifier:
                 if buf is not None and buf.level.off_chip:
                     self.diag.error(f"compute reads @{buf.level.value} tensor '{x.name}' directly", x.loc,
                                     "load it into an on-chip buffer first")
+            elif isinstance(x, ir.Const):
+                from gir.shapes import check_literal
+                check_literal(x, self.diag)
             elif isinstance(x, ir.Var) and x.name not in scope.vars and x.name not in self.sizes:
                 self.diag.error(f"unknown name '{x.name}'", x.loc)
             elif isinstance(x, ir.Call):

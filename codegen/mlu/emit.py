@@ -224,7 +224,7 @@ class _KernelEmitter:
         soff, sdims = self._dims(s.src, subst)
         if [d[0] for d in ddims] != [d[0] for d in sdims]:
             raise GirError("region shapes of a move differ after dropping unit dims", s.loc)
-        esz = db.dtype.nbytes
+        esz = 4 if db.dtype == ir.DType.i64 else db.dtype.nbytes   # i64 is `int` on the device (run.py)
         cnt = None
         if s.mask:
             g = sdims if sb.level == "gdram" else ddims

@@ -231,6 +231,13 @@ class VecEmitter:
         if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
             self.out.append(f"__bang_reduce_{e.op}({dst.ptr}, {a.ptr}, {a.length});")
             return
+        if a.kind == ROW and dst.kind == SCALAR and e.axes == (0,) and e.op in ("sum", "max", "min"):
+            # an [R, 1] row vector to one value: a scalar loop over the R rows (R small: group_norm's channels)
+            op = {"sum": "{a} + {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}[e.op]
+            self.out.append(f"{dst.value} = {a.at('0')};")
+            self.out.append(f"for (int r_ = 1; r_ < {a.rows}; r_++) "
+                            f"{{ {dst.value} = {op.format(a=dst.value, b=a.at('r_'))}; }}")
+            return
         if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors
             return self.copy(dst, a)
         if a.kind != FULL or dst.kind != ROW or e.axes != (1,) or e.op not in ("sum", "max", "min"):

@@ -8,7 +8,8 @@
 `patch_kernel` then rewrites the lowered kernel: `cj_` is generated once per core in NRAM (one scalar write and
 log2(N) doublings `tmp = iota + k; copy iota[k:2k] <- tmp[0:k]`), `ri_` per tile as `rio_ + (row0 mod S)` from a
 per-core `0..R-1` vector built the same way (tiles never straddle a period: R divides S), and GDRAM regions of
-viewed tensors go back to their original rank as `x[0, 0, r:r + R, 0:N]` (same flat addresses; no masks).
+viewed tensors go back to their original rank with affine indices, `x[l0_, l1_, s:s + R, 0:N]` (`_unit_nest`
+rebuilds the tile loop over (leading index, part of S) units so that the bounds checker sees in-range indices).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class IndexInfo:
     row: bool = False                    # ri_ is used
     lead: tuple = ()                     # leading dims L of viewed tensors
     viewed: frozenset = frozenset()      # names of tensors viewed with merged leading dims
+    part: int = 1                        # tiles per work unit (set by _unit_nest)
 
     @property
     def any(self) -> bool:
@@ -166,14 +168,18 @@ def patch_kernel(kernel: ir.Kernel, ix: IndexInfo, n: int, rows: int, orig_types
                         k = max(i for i, x in enumerate(body) if isinstance(x, ir.Alloc)) + 1
                         body[k:k] = _iota("rio_", "gr_", rows, True)
                 out.append(dataclasses.replace(s, body=tuple(extra + body)))
+            elif isinstance(s, ir.For) and ix.lead and s.var == "it_":
+                out.append(_unit_nest(s, ix, rows, walk))
             elif isinstance(s, ir.For):
                 out.append(dataclasses.replace(s, body=tuple(walk(s.body, s))))
             elif isinstance(s, ir.Move) and s.src.name == COLV:
                 out += _iota(s.dst.name, "gc_", n, False)
             elif isinstance(s, ir.Move) and s.src.name == ROWV:
-                r0 = s.src.index[0].start
                 rs = B.ref("rs_", B.sl(0, 1))
-                out.append(ir.Assign(rs, ir.BinOp("%", r0, B.c(ix.period))))
+                if ix.lead:   # inside _unit_nest: the tile's first row within its [S, N] slab
+                    out.append(ir.Assign(rs, B.mul(B.add(B.mul(B.v("p_"), ix.part), B.v("q_")), rows)))
+                else:
+                    out.append(ir.Assign(rs, ir.BinOp("%", s.src.index[0].start, B.c(ix.period))))
                 out.append(ir.Assign(s.dst, ir.BinOp("+", B.ref("rio_", B.sl(0, rows), B.sl(0, 1)), rs)))
             elif isinstance(s, ir.Move) and ix.lead and _gref(s).name in ix.viewed:
                 out.append(_unview(s, ix, orig_types))
@@ -195,6 +201,37 @@ def _order(stmts):
     return loads + comps + stores
 
 
+def _unit_nest(loop: ir.For, ix: IndexInfo, rows: int, walk) -> ir.For:
+    """The flat tile loop `for it_` (tile it_*T + t on task t) of a kernel over viewed tensors, rebuilt so that
+    every GDRAM region keeps its original rank with affine indices (the bounds checker sees real indices).
+    Work units are (leading index, part of the S axis): a slab of S rows is split into P parts of K tiles so that
+    there are about T units; units go cyclically to the tasks, are decoded by one-trip loops (quasi-affine
+    bounds), and the innermost loop `for q_ in 0..` over a part's tiles is the pipelined one."""
+    trips = loop.hi   # (NT - tvar + T - 1) // T, built by lower_rows
+    tvar, tasks = trips.lhs.lhs.rhs, trips.rhs.value
+    lead = [int(d) for d in ix.lead]
+    nl = 1
+    for d in lead:
+        nl *= d
+    ts = ix.period // rows                      # tiles per slab (rows divides the period: pick_rows)
+    p = min(ts, max(1, -(-tasks // nl)))
+    k = -(-ts // p)
+    p = -(-ts // k)
+    ix.part = k
+    units = nl * p
+    u = B.add(B.mul(B.v("u_"), tasks), tvar)
+    inner = ir.For("q_", B.c(0), ir.Call("min", (B.c(k), ir.BinOp("-", B.c(ts), B.mul(B.v("p_"), k)))),
+                   tuple(walk(loop.body, loop)))
+    nest: ir.Stmt = ir.For("p_", ir.BinOp("%", u, B.c(p)), B.add(ir.BinOp("%", u, B.c(p)), 1), (inner,))
+    stride = p
+    for d in reversed(range(len(lead))):
+        lo = ir.BinOp("%", ir.BinOp("//", u, B.c(stride)), B.c(lead[d]))
+        nest = ir.For(f"l{d}_", lo, B.add(lo, 1), (nest,))
+        stride *= lead[d]
+    hi = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), tvar), tasks - 1), B.c(tasks))
+    return ir.For("u_", B.c(0), hi, (nest,))
+
+
 def _gref(s: ir.Move) -> ir.Ref:
     return s.src if s.kind == "load" else s.dst
 
@@ -204,10 +241,10 @@ def _unview(s: ir.Move, ix: IndexInfo, orig_types) -> ir.Move:
     shape = orig_types[g.name].shape
     nlead = len(ix.lead)
     r = g.index[0]
-    start = r.start
     from gir.affine import to_affine
     ln = int((to_affine(r.stop) - to_affine(r.start)).const)
-    idx = [B.c(0)] * nlead + [ir.Slice(start, B.add(start, ln))]   # same flat addresses: rows never straddle
+    start = B.mul(B.add(B.mul(B.v("p_"), ix.part), B.v("q_")), ln)   # row within the slab (_unit_nest)
+    idx = [B.v(f"l{d}_") for d in range(nlead)] + [ir.Slice(start, B.add(start, ln))]
     idx += list(g.index[1:])
     new = dataclasses.replace(g, index=tuple(idx))
     if s.kind == "load":

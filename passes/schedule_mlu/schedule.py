@@ -9,6 +9,7 @@ from gir.shapes import func_info
 from gir.verifier import verify_module
 from passes.schedule_mlu.colreduce import colreduce_func
 from passes.schedule_mlu.fallback import scalar_kernel
+from passes.schedule_mlu.groupnorm import groupnorm_items
 from passes.schedule_mlu.opbyop import statement_items
 from passes.schedule_mlu.extended import schedule_extended
 from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
@@ -104,7 +105,10 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                     try:   # scalar reductions, index values, rank > 2 rows (passes/schedule_mlu/extended.py)
                         items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
                     except NotRowModel:
-                        mode = "opbyop"
+                        try:   # group normalisation: [CG, HW] tiles per (n, g) (passes/schedule_mlu/groupnorm.py)
+                            items.extend(groupnorm_items(spec, info, tasks, nram))
+                        except NotRowModel:
+                            mode = "opbyop"
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
         for single in (colreduce_func, permute_func):
             try:
@@ -124,10 +128,28 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                 kernel = statement_items(spec, st, types, k, items, allow_sram, tasks, max_rows, nram)
             if kernel is None:
                 kernel = [scalar_kernel(st, types, sizes, f"{func.name}_k{k}", tasks)]
-            items.extend(kernel)
-    out = dataclasses.replace(spec, body=tuple(items))
+            items.extend(_located(x, st.stmt.loc or func.loc) for x in kernel)
+    out = dataclasses.replace(spec, body=tuple(_located(x, func.loc) for x in items))
     verify_module(ir.Module((out,)))
     return out
+
+
+def _located(node, loc):
+    """`node` with every generated IR node (statements, regions, expressions) lacking a location given `loc`
+    (the operator statement or function it implements), so that checker messages on generated kernels point at
+    the source."""
+    if loc is None or isinstance(node, (str, int, float, bool, ir.Loc)) or node is None:
+        return node
+    if isinstance(node, tuple):
+        return tuple(_located(x, loc) for x in node)
+    if not dataclasses.is_dataclass(node):
+        return node
+    changes = {f.name: _located(getattr(node, f.name), loc) for f in dataclasses.fields(node)
+               if f.name != "loc" and (isinstance(getattr(node, f.name), tuple)
+                                       or dataclasses.is_dataclass(getattr(node, f.name)))}
+    if hasattr(node, "loc") and node.loc is None:
+        changes["loc"] = loc
+    return dataclasses.replace(node, **changes) if changes else node
 
 
 def lower_module(module: ir.Module, target: str = "mlu", options: dict | None = None) -> ir.Module:

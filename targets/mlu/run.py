@@ -29,7 +29,20 @@ class MluRunResult:
 
 
 def _dev_dtype(dt: ir.DType) -> np.dtype:
+    """GDRAM element type: bool is uint8; i64 is int32 on the device (`int` in the emitted code, 4-byte elements
+    in codegen/mlu/emit.py), converted at the host boundary by `_to_device`."""
     return np.dtype(np.uint8) if dt == ir.DType.bool else np.dtype(np.int32) if dt == ir.DType.i64 else dt.numpy
+
+
+def _to_device(name: str, value, dt: ir.DType, shape, loc) -> np.ndarray:
+    a = np.asarray(value)
+    if dt == ir.DType.i64 and a.size:
+        lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+        if a.min() < lo or a.max() > hi:
+            from gir.errors import GirError
+            raise GirError(f"i64 input '{name}' has values outside the int32 range the MLU target supports "
+                           f"([{a.min()}, {a.max()}])", loc)
+    return np.ascontiguousarray(a.astype(_dev_dtype(dt)).reshape(shape))
 
 
 def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None,
@@ -61,7 +74,7 @@ def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int
         if not values:
             mem[name] = ShapeOnly(shape, _dev_dtype(dt))
         elif name in inputs:
-            mem[name] = np.ascontiguousarray(np.asarray(inputs[name]).astype(_dev_dtype(dt)).reshape(shape))
+            mem[name] = _to_device(name, inputs[name], dt, shape, func.loc)
         else:
             mem[name] = np.zeros(shape, _dev_dtype(dt))
     stats = MluStats({"seconds": 0.0, "cycles": 0.0, "gdram_read_bytes": 0.0, "gdram_write_bytes": 0.0,
