@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from gir import ir
 from gir.affine import Affine, to_affine
 from gir.errors import DiagnosticCollector, GirError, Loc
+from gir.kinds import KIND_BOOL, KIND_FLOAT, KIND_INT, KNOWN_FUNCS, KindChecker, check_literal  # noqa: F401
+from gir.walk import reductions_preorder, walk as _walk  # noqa: F401  (re-exported)
 
-KNOWN_FUNCS = {**{f: 1 for f in ir.UNARY_FUNCS}, "max": 2, "min": 2, "pow": 2, "select": 3,
-               **{c: 1 for c in ir.CASTS}}
-KIND_FLOAT, KIND_INT, KIND_BOOL = "float", "int", "bool"
 
 
 @dataclass
@@ -40,27 +39,7 @@ class FuncInfo:
         return self.types[name]
 
 
-def reductions_preorder(e: ir.Expr) -> list[ir.Reduce]:
-    """Reduce nodes of an expression in preorder (the numbering of `StmtInfo.reduce_vars`)."""
-    out: list[ir.Reduce] = []
-
-    def walk(x):
-        if isinstance(x, ir.Reduce):
-            out.append(x)
-            walk(x.arg)
-        elif isinstance(x, ir.BinOp):
-            walk(x.lhs)
-            walk(x.rhs)
-        elif isinstance(x, ir.UnOp):
-            walk(x.operand)
-        elif isinstance(x, ir.Call):
-            for a in x.args:
-                walk(a)
-    walk(e)
-    return out
-
-
-class _FuncAnalyzer:
+class _FuncAnalyzer(KindChecker):
     def __init__(self, func: ir.Func, diag: DiagnosticCollector):
         self.func = func
         self.diag = diag
@@ -354,125 +333,8 @@ class _FuncAnalyzer:
         return {n: tuple(v) for n, v in bound.items()}
 
     # ------------------------------------------------------------------- kinds
-    def expr_kind(self, e, index_vars: set[str]) -> str:
-        k = self._kind(e, index_vars)
-        return k or KIND_FLOAT
-
-    def _kind(self, e, iv) -> str | None:
-        if isinstance(e, ir.Const):
-            if isinstance(e.value, bool):
-                return KIND_BOOL
-            check_literal(e, self.diag)
-            return KIND_INT if isinstance(e.value, int) else KIND_FLOAT
-        if isinstance(e, ir.Var):
-            return KIND_INT
-        if isinstance(e, ir.Ref):
-            t = self.types.get(e.name)
-            if t is None:
-                return None
-            return KIND_BOOL if t.dtype == ir.DType.bool else KIND_FLOAT if t.dtype.is_float else KIND_INT
-        if isinstance(e, ir.UnOp):
-            k = self._kind(e.operand, iv)
-            if e.op == "not":
-                self._need(k, KIND_BOOL, e, "'not' needs a boolean operand")
-                return KIND_BOOL
-            self._no_bool(k, e, "unary '-'")
-            return k
-        if isinstance(e, ir.BinOp):
-            a, b = self._kind(e.lhs, iv), self._kind(e.rhs, iv)
-            if e.op in ("and", "or"):
-                self._need(a, KIND_BOOL, e.lhs, f"'{e.op}' needs boolean operands")
-                self._need(b, KIND_BOOL, e.rhs, f"'{e.op}' needs boolean operands")
-                return KIND_BOOL
-            if e.op in ir.COMPARISONS:
-                if e.op not in ("==", "!="):
-                    self._no_bool(a, e.lhs, f"'{e.op}'")
-                    self._no_bool(b, e.rhs, f"'{e.op}'")
-                return KIND_BOOL
-            self._no_bool(a, e.lhs, f"'{e.op}'")
-            self._no_bool(b, e.rhs, f"'{e.op}'")
-            if e.op in ("//", "%") and KIND_FLOAT in (a, b):
-                self.diag.error(f"'{e.op}' needs integer operands", e.loc)
-            if e.op == "/":
-                return KIND_FLOAT
-            return KIND_FLOAT if KIND_FLOAT in (a, b) else KIND_INT
-        if isinstance(e, ir.Reduce):
-            k = self._kind(e.arg, iv)
-            self._no_bool(k, e, f"{e.op}()")
-            return KIND_FLOAT if e.op == "mean" else k
-        if isinstance(e, ir.Call):
-            return self._call_kind(e, iv)
-        return None
-
-    def _call_kind(self, e: ir.Call, iv) -> str | None:
-        kinds = [self._kind(a, iv) for a in e.args]
-        if e.fn in ir.REDUCTIONS and e.fn not in ("max", "min"):
-            self.diag.error(f"{e.fn}() takes exactly one argument", e.loc)
-            return None
-        if e.fn not in KNOWN_FUNCS:
-            self.diag.error(f"unknown function '{e.fn}'", e.loc, "known: " + ", ".join(sorted(KNOWN_FUNCS)))
-            return None
-        if e.fn in ("max", "min") and len(e.args) not in (1, 2):
-            self.diag.error(f"{e.fn}() takes one argument (a reduction) or two (element-wise)", e.loc)
-            return None
-        if len(e.args) != KNOWN_FUNCS[e.fn]:
-            self.diag.error(f"{e.fn}() takes {KNOWN_FUNCS[e.fn]} argument(s), got {len(e.args)}", e.loc)
-            return None
-        if e.fn in ir.CASTS:
-            return KIND_BOOL if e.fn == "bool" else KIND_FLOAT if ir.DType(e.fn).is_float else KIND_INT
-        if e.fn == "select":
-            self._need(kinds[0], KIND_BOOL, e.args[0], "select() needs a boolean condition")
-            if (kinds[1] == KIND_BOOL) != (kinds[2] == KIND_BOOL):
-                self.diag.error("select() branches must both be boolean or both numeric", e.loc)
-            return KIND_FLOAT if KIND_FLOAT in kinds[1:] else kinds[1]
-        for k, a in zip(kinds, e.args):
-            self._no_bool(k, a, f"{e.fn}()")
-        if e.fn in ("max", "min", "abs", "neg"):
-            return KIND_FLOAT if KIND_FLOAT in kinds else kinds[0]
-        return KIND_FLOAT
-
-    def _need(self, k, want, e, msg) -> None:
-        if k is not None and k != want:
-            self.diag.error(msg, getattr(e, "loc", None))
-
-    def _no_bool(self, k, e, what) -> None:
-        if k == KIND_BOOL:
-            self.diag.error(f"{what} does not take boolean operands", getattr(e, "loc", None),
-                            "convert with f32(...) or use select()")
-
-
-F32_MAX = 3.4028234663852886e38
-
-
-def check_literal(c: ir.Const, diag: DiagnosticCollector) -> None:
-    """Float arithmetic is done in f32: a finite literal beyond its range would silently become inf."""
-    if isinstance(c.value, float) and c.value == c.value and abs(c.value) != float("inf") and abs(c.value) > F32_MAX:
-        diag.error(f"literal {c.value!r} overflows f32, the type floating-point arithmetic is done in", c.loc,
-                   "write inf if you mean infinity")
-
-
 def _dim_affine(d: ir.Dim) -> Affine:
     return Affine({d: 1}) if isinstance(d, str) else Affine({}, d)
-
-
-def _walk(e):
-    """Every sub-expression (including slice parts) in preorder."""
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        yield x
-        if isinstance(x, ir.Ref):
-            stack.extend(reversed(x.index))
-        elif isinstance(x, ir.Slice):
-            stack.extend([x.stop, x.start])
-        elif isinstance(x, ir.BinOp):
-            stack.extend([x.rhs, x.lhs])
-        elif isinstance(x, ir.UnOp):
-            stack.append(x.operand)
-        elif isinstance(x, ir.Call):
-            stack.extend(reversed(x.args))
-        elif isinstance(x, ir.Reduce):
-            stack.append(x.arg)
 
 
 def analyze_func(func: ir.Func, diag: DiagnosticCollector) -> FuncInfo:
