@@ -38,20 +38,14 @@ PROBE_SIZES = {"group_norm": {"N": 2, "G": 2, "CG": 4, "HW": 64}}
 CAP_S = 30.0
 LIMIT = 1.15
 REASONS = {   # why a row is above LIMIT (see the pipe columns and docs/mlu.md, Known gaps)
-    "elementwise_chain": "compute-bound: ~10 special-class (8 cycles/unit) vector ops per element (sigmoid, tanh, "
-                         "sqrt, pow, log, exp) exceed the per-core DMA share",
+    "elementwise_chain": "compute-bound: 6 special-class (8 cycles/unit) vector ops per element (sigmoid, tanh, "
+                         "sqrt, pow, log, exp) plus 19 simple-class ones exceed the per-core DMA share",
     "softmax_f16": "nearly compute-bound: 2 byte/elem of traffic each way, but f16<->f32 conversions plus exp leave "
                    "the compute pipe ~as busy as the IO pipe",
-    "layernorm_768": "short run (25 MB): pipeline fill/drain per core and the 500-cycle latency of each DMA, "
-                     "serialised on the IO pipe",
-    "rmsnorm_bf16": "NRAM-limited tile (f32 working tiles + double-buffered bf16 tiles): the serialised 500-cycle "
-                    "per-DMA latency adds ~15% to the IO pipe's busy time",
 }
 
 
 FALLBACK = {   # samples some statement of which runs as a scalar kernel, and what is missing
-    "group_norm": "not fused yet: rows of (n, g) with per-(g, c) parameters need a per-channel scale/shift on "
-                  "[CG, HW] tiles plus a [CG, 1] -> scalar total inside the pipelined loop",
     "reverse_rows": "no reversing copy or vector op in the MLU language; the block reversal (__bang_matmul by a "
                     "64 x 64 anti-identity in WRAM, block order reversed by the store DMA) is not implemented",
 }

@@ -111,6 +111,12 @@ def run(args) -> int:
     out = Path(args.output)
     ext = ".cu" if args.target == "cuda" else ".hip"
     files: dict[Path, str] = {}
+    if out.suffix == ".gir":
+        if args.emit != "gir":
+            raise GirError(f"-o {out}: a .gir output holds the explicit GIR only; add --emit gir")
+        write_atomic(out, gir_text)
+        print(out)
+        return 0
     if out.suffix in (".cu", ".hip"):
         files[out] = combined_source(kernels)
         files[out.with_suffix(".json")] = json.dumps([k.meta for k in kernels], indent=2) + "\n"

@@ -111,6 +111,10 @@ def _execute(target, func, inputs, sizes, races):
         if not available():
             print("gir: no CUDA device available (the cuda target needs an NVIDIA GPU and cupy)", file=sys.stderr)
             return None
+    if target.runner is None:
+        print(f"gir: target '{target.name}' can compile but not run here (no runner); "
+              f"use gir compile --target {target.name}", file=sys.stderr)
+        return None
     runner = target.load_runner()
     if target.name == "sim":
         return runner(func, inputs, sizes, warp_size=target.warp_size, check_races=races)

@@ -225,6 +225,14 @@ class Values:
             return _F32.binop(e.op, a, b)
         if isinstance(e, ir.Call) and e.fn == "transpose":   # (n_act, R, C) -> (n_act, C, R)
             return np.swapaxes(self.fexpr(e.args[0]), -1, -2)
+        if isinstance(e, ir.Call) and e.fn == "gather_cols":  # out[r, 0] = a[r, idx[r, 0]], 0 when out of range
+            a, idx = (np.asarray(self.fexpr(x)) for x in e.args)
+            if a.ndim != 3 or idx.ndim != 3:
+                raise GirError("gather_cols() takes 2-D tiles", e.loc)
+            cols = np.nan_to_num(idx[..., 0]).astype(np.int64)
+            ok = (cols >= 0) & (cols < a.shape[-1])
+            picked = np.take_along_axis(a, np.clip(cols, 0, a.shape[-1] - 1)[..., None], axis=-1)
+            return np.where(ok[..., None], picked, np.zeros_like(picked))
         if isinstance(e, ir.Call):
             args = align(*[self.fexpr(a) for a in e.args])
             if e.fn == "cdiv":

@@ -305,3 +305,20 @@ def test_mlu_missing_cluster_barrier_is_a_race(rng):
     text = (ROOT / "tests/sim/kernels/mlu_reverse.gir").read_text().replace("      sync @cluster\n", "")
     with pytest.raises(GirError, match="data race on 'park'"):
         run_func(parse_func(text), {"x": rng.standard_normal(512).astype(np.float32)})
+
+
+def test_transpose_and_gather_cols_builtins():
+    """The kernel-only builtins: transpose() of a 2-D tile, gather_cols() of one column per row (0 when the
+    index is out of range)."""
+    from pathlib import Path
+
+    from gir import parse_file
+    from targets.sim import run_func
+
+    func = parse_file(Path(__file__).parent / "kernels" / "transpose_gather_builtins.gir").funcs[0]
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    t = np.array([3, 0, 9, -1], np.float32)
+    out = run_func(func, {"x": x, "t": t}).outputs
+    np.testing.assert_array_equal(out["y"], x.T)
+    np.testing.assert_array_equal(out["z"], [x[0, 3], x[1, 0], 0.0, 0.0])
