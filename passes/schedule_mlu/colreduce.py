@@ -14,6 +14,10 @@ tiles of each b into P parts; a work unit (b, p) is one core's job (units are as
 
 With P > 1 a second kernel combines the partials per (b, column chunk): load part[b, 0:P, chunk], reduce over
 axis 0, store. Every shape is static (sizes are specialised), so tails need no masks.
+
+f16 / bf16 tensors (x and y of the same float type): tiles land in a 16-bit NRAM tile and are converted to f32
+(`x_t = f32(x_h)`) like the row kernels do; accumulation, partials (f32 in GDRAM) and the combine run in f32,
+and the result is converted back (`acc_h = f16(acc_t)`) just before the store.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ F32 = ir.DType.f32
 UNIT = B.add(B.mul(B.v("it_"), 32), B.v("task_"))   # the work unit of iteration it_ on core task_ (32 tasks)
 IDENT = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 NRAM_BUDGET = 512 * 1024
+HALF_OK = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)   # 16-bit tiles are converted to f32 on chip
 
 
 def match_colreduce(spec: ir.Func, info) -> tuple | None:
@@ -42,7 +47,8 @@ def match_colreduce(spec: ir.Func, info) -> tuple | None:
     params = {p.name: p for p in spec.params}
     if x.name not in params or y.name != spec.results[0].name:
         return None
-    if params[x.name].type.dtype != F32 or spec.results[0].type.dtype != F32:
+    dt = params[x.name].type.dtype
+    if dt not in HALF_OK or spec.results[0].type.dtype != dt:
         return None
     xv = [i.name for i in x.index]
     yv = [i.name for i in y.index]
@@ -54,7 +60,7 @@ def match_colreduce(spec: ir.Func, info) -> tuple | None:
         return None      # reductions over the last axis are row reductions; one inner axis, at most one outer
     shape = params[x.name].type.shape
     b = shape[0] if k == 1 else 1
-    return x.name, y.name, val.op, b, shape[k], shape[k + 1], k == 1
+    return x.name, y.name, val.op, b, shape[k], shape[k + 1], k == 1, dt
 
 
 def _n(spec, name, axis) -> int:
@@ -71,10 +77,11 @@ def colreduce_func(spec: ir.Func, info, tasks: int = 32) -> list:
     m = match_colreduce(spec, info)
     if m is None or tasks != 32:
         raise NotRowModel("not a column reduction")
-    xn, yn, op, nb, s, d, outer = m
+    xn, yn, op, nb, s, d, outer, dt = m
     p_d = L.pitch((1, d))
-    r = max(1, min(64, s, NRAM_BUDGET // (p_d * 4 * 2)))
-    if NRAM_BUDGET // (p_d * 4 * 2) < 1:
+    row_bytes = p_d * (4 + (dt.nbytes if dt != F32 else 0)) * 2   # f32 tile (+ 16-bit landing tile), x2 buffers
+    r = max(1, min(64, s, NRAM_BUDGET // row_bytes))
+    if NRAM_BUDGET // row_bytes < 1:
         raise NotRowModel("a row does not fit NRAM")
     ntiles = -(-s // r)
     parts = min(ntiles, max(1, tasks // nb))
@@ -95,10 +102,12 @@ def colreduce_func(spec: ir.Func, info, tasks: int = 32) -> list:
     pvar = B.v("p_")     # a one-trip loop over punit, so that tile offsets are affine in loop variables
 
     def tile_steps(rows, s0):
-        ld = B.move("load", B.ref("x_t", B.sl(0, rows), B.sl(0, d)), ir.Ref(xn, _idx(outer, bvar, B.sl(s0, rows),
-                                                                                      B.sl(0, d))))
-        cs = ir.Assign(B.ref("cs_t", B.sl(0, d)), ir.Reduce(red, B.ref("x_t", B.sl(0, rows), B.sl(0, d)), (0,)))
-        return [ld, cs, accum("acc_t", "cs_t")]
+        tile = B.ref("x_t", B.sl(0, rows), B.sl(0, d))
+        land = tile if dt == F32 else B.ref("x_h", B.sl(0, rows), B.sl(0, d))
+        ld = B.move("load", land, ir.Ref(xn, _idx(outer, bvar, B.sl(s0, rows), B.sl(0, d))))
+        conv = [] if dt == F32 else [ir.Assign(tile, ir.Call("f32", (land,)))]
+        cs = ir.Assign(B.ref("cs_t", B.sl(0, d)), ir.Reduce(red, tile, (0,)))
+        return [ld, *conv, cs, accum("acc_t", "cs_t")]
 
     def loop(count):
         s0 = B.mul(B.add(B.mul(pvar, tp), B.v("k_")), r)
@@ -115,7 +124,7 @@ def colreduce_func(spec: ir.Func, info, tasks: int = 32) -> list:
     if parts == 1:
         if op == "mean":
             body.append(ir.Assign(B.ref("acc_t", B.sl(0, d)), ir.BinOp("*", B.ref("acc_t", B.sl(0, d)), B.c(1.0 / s))))
-        body.append(B.move("store", ir.Ref(yn, _idx(outer, bvar, B.sl(0, d))), B.ref("acc_t", B.sl(0, d))))
+        body += _store_steps(ir.Ref(yn, _idx(outer, bvar, B.sl(0, d))), "acc_t", "acc_h", d, dt)
     else:
         part = f"{name}_part"
         items.append(B.alloc(part, F32, (nb, parts, d), "gdram"))
@@ -123,10 +132,23 @@ def colreduce_func(spec: ir.Func, info, tasks: int = 32) -> list:
     body = [ir.For("p_", punit, B.add(punit, 1), tuple(body))]
     allocs = [B.alloc("x_t", F32, (r, d), "nram"), B.alloc("cs_t", F32, (d,), "nram"),
               B.alloc("acc_t", F32, (d,), "nram")]
+    if dt != F32:
+        allocs.append(B.alloc("x_h", dt, (r, d), "nram"))
+        if parts == 1:
+            allocs.append(B.alloc("acc_h", dt, (d,), "nram"))
     items.append(_unit_kernel(f"{name}_mlu", units, tasks, allocs, body))
     if parts > 1:
-        items.append(_combine_kernel(f"{name}_mlu_combine", spec, yn, op, red, nb, parts, d, s, outer, tasks))
+        items.append(_combine_kernel(f"{name}_mlu_combine", spec, yn, op, red, nb, parts, d, s, outer, tasks, dt))
     return items
+
+
+def _store_steps(dst: ir.Ref, tile: str, half: str, width: int, dt: ir.DType) -> list:
+    """Store the f32 tile `tile[0:width]` to `dst`, through the 16-bit tile `half` when the result is 16-bit."""
+    src = B.ref(tile, B.sl(0, width))
+    if dt == F32:
+        return [B.move("store", dst, src)]
+    h = B.ref(half, B.sl(0, width))
+    return [ir.Assign(h, ir.Call(dt.value, (src,))), B.move("store", dst, h)]
 
 
 def _unit_kernel(name, units, tasks, allocs, body) -> ir.Kernel:
@@ -136,7 +158,7 @@ def _unit_kernel(name, units, tasks, allocs, body) -> ir.Kernel:
     return ir.Kernel(name, (par,), (("task_dim", str(tasks)),))
 
 
-def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks) -> ir.Kernel:
+def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks, dt=F32) -> ir.Kernel:
     dc = L.round_up(max(1, -(-d // max(1, tasks // nb))), L.PITCH)
     dc = max(L.PITCH, min(dc, (128 * 1024) // (parts * 4) // L.PITCH * L.PITCH))
     dc = min(dc, d)
@@ -155,10 +177,12 @@ def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks) -> i
         out = [ld, ir.Assign(o, ir.Reduce(red, B.ref("p_t", B.sl(0, parts), B.sl(0, width)), (0,)))]
         if op == "mean":
             out.append(ir.Assign(o, ir.BinOp("*", o, B.c(1.0 / s))))
-        out.append(B.move("store", ir.Ref(yn, _idx(outer, bvar, B.sl(c0, width))), o))
+        out += _store_steps(ir.Ref(yn, _idx(outer, bvar, B.sl(c0, width))), "o_t", "o_h", width, dt)
         return out
     body = steps(dc) if dl == dc else [ir.If(ir.BinOp("==", cvar, B.c(chunks - 1)), tuple(steps(dl)),
                                                  tuple(steps(dc)))]
     body = [ir.For("c_", cunit, B.add(cunit, 1), tuple(body))]
     allocs = [B.alloc("p_t", F32, (parts, dc), "nram"), B.alloc("o_t", F32, (dc,), "nram")]
+    if dt != F32:
+        allocs.append(B.alloc("o_h", dt, (dc,), "nram"))
     return _unit_kernel(name, nb * chunks, tasks, allocs, body)

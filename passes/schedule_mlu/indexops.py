@@ -114,6 +114,8 @@ def _rw(e, lv, row, col, ix: IndexInfo):
             if [i.name if isinstance(i, ir.Var) else None for i in idx[:len(lv)]] != list(lv):
                 raise NotRowModel(f"'{e.name}' is not indexed by the leading variables")
             idx = idx[len(lv):]
+            if not (isinstance(idx[0], ir.Var) and idx[0].name == row):   # the viewed axis must be the row axis
+                raise NotRowModel(f"'{e.name}' is not indexed by the row variable after the leading ones")
         return dataclasses.replace(e, index=tuple(idx))
     if isinstance(e, ir.BinOp):
         return dataclasses.replace(e, lhs=_rw(e.lhs, lv, row, col, ix), rhs=_rw(e.rhs, lv, row, col, ix))
