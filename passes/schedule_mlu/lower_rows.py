@@ -53,6 +53,11 @@ def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
             kinds[assign[name]] = kind
     for k, op in enumerate(model.ops):
         d = op.dst.name
+        # operands dying here are freed first, so an elementwise op may write in place (dst = f(a): the vector
+        # emitter's multi-instruction forms go through scratch tiles when dst aliases an operand)
+        for a in sorted(set(x.name for x in op.args if x.kind != CONST)):
+            if last.get(a) == k and a not in pinned and a not in model.outputs and a in assign and a != d:
+                free.setdefault(model.temps.get(a) or kinds[assign[a]], []).append(assign[a])
         if d not in assign:
             if d in pinned:
                 assign[d] = f"{d}_t"
@@ -61,9 +66,6 @@ def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
             else:
                 assign[d] = f"b{len(kinds)}"
             kinds[assign[d]] = op.dst.kind
-        for a in set(x.name for x in op.args if x.kind != CONST):
-            if last.get(a) == k and a not in pinned and a not in model.outputs and a in assign and a != d:
-                free.setdefault(model.temps.get(a) or kinds[assign[a]], []).append(assign[a])
     for name in model.inputs:
         assign.setdefault(name, f"{name}_t")
         kinds[assign[name]] = model.inputs[name]

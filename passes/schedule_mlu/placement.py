@@ -14,7 +14,7 @@ import z3
 
 from gir.errors import GirError
 from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.lower_rows import liveness_buffers
+from passes.schedule_mlu.lower_rows import F32, liveness_buffers
 from passes.schedule_mlu.rowmodel import COL, FULL, ROW, RowModel
 
 
@@ -38,7 +38,10 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
                     sram: int = 4 * 1024 * 1024, max_rows: int = 64, allow_sram: bool = True) -> Placement:
     m, n = model.m, model.n
     _, kinds = liveness_buffers(model)
-    io = {f"{x}_t" for x in model.inputs if model.inputs[x] in (FULL, ROW)} | {f"{x}_t" for x in model.outputs}
+    # double-buffered DMA tiles: f32 inputs/outputs (16-bit ones are DMAed through their narrow tiles, counted
+    # below; their f32 working tiles are single)
+    io = {f"{x}_t" for x, k in {**model.inputs, **model.outputs}.items()
+          if (k in (FULL, ROW) or x in model.outputs) and model.dtypes.get(x, F32) == F32}
     p = L.pitch((1, n))
     odd = n % L.PITCH != 0
     per_row = 0
