@@ -10,7 +10,7 @@ import pytest
 
 from passes.analysis import isl_helpers as ih
 from passes.analysis.access import collect
-from passes.analysis.lattice_count import count_cons
+from passes.analysis.lattice_count import Unbounded, count_cons
 from passes.analysis.traffic import kernel_traffic
 from tests.analysis.conftest import load
 
@@ -56,14 +56,25 @@ def _fixed(s: isl.Set, vals):
 
 @pytest.mark.parametrize("text", SETS)
 def test_count_set_matches_isl_enumeration(text):
-    rng = random.Random()
+    """count_set either counts exactly or says Unbounded (then `ih.count` lets isl enumerate: e.g. the range of
+    a = 2i + 3j at N=2 is a union of strided pieces without a finite box)."""
+    rng = random.Random(2026)
     obj = isl.Map(text) if "->" in text.split("{", 1)[1].split("}")[0] else isl.Set(text)
     views = [obj.wrap(), obj.domain(), obj.range()] if isinstance(obj, isl.Map) else [obj]
+    counted = 0
     for vals in [{"N": 1, "M": 1}, {"N": 7, "M": 64}] + [{"N": rng.randint(1, 90), "M": rng.randint(1, 90)}
                                                        for _ in range(3)]:
         for s in views:
             s = _fixed(s, vals)
-            assert ih.count_set(s, vals) == s.count_val().to_python(), (text, vals)
+            want = s.count_val().to_python()
+            try:
+                got = ih.count_set(s, vals)
+            except Unbounded:
+                assert ih.count(s, [], vals) == want, (text, vals)
+                continue
+            assert got == want, (text, vals)
+            counted += 1
+    assert counted >= len(views)  # the closed form did the work for most cases
 
 
 def _isl_count(obj, params, sizes):
