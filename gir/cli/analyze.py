@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gir.cli.common import load_verified, parse_sizes, write_atomic
+from gir.cli.common import load_verified, pick_func, parse_sizes, write_atomic
 
 
 def register(sub) -> None:
@@ -26,10 +26,7 @@ def run(args) -> int:
     from passes.analysis.traffic import format_table, kernel_traffic
 
     module = load_verified(args.file)
-    try:
-        func = module.func(args.func_name)
-    except KeyError:
-        raise GirError(f"no function '{args.func_name}' in {args.file}") from None
+    func = pick_func(module, args.func_name, args.file)
     if not func.kernels:
         raise GirError(f"function '{func.name}' has no explicit kernels to analyse", func.loc,
                        ["lower it first: gir compile --emit gir"])

@@ -22,6 +22,14 @@ def load_verified(path: str) -> ir.Module:
 MAX_SIZE = 1 << 62  # beyond int64 index arithmetic in every backend
 
 
+def pick_func(module: ir.Module, name: str | None, path: str) -> ir.Func:
+    """The function `--func NAME` names (the first one without a name); GirError if there is none."""
+    try:
+        return module.func(name)
+    except KeyError:
+        raise GirError(f"no function '{name}' in {path}") from None
+
+
 def parse_sizes(text: str | None) -> dict[str, int]:
     """`M=4,N=7` → {"M": 4, "N": 7}."""
     sizes: dict[str, int] = {}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gir.cli.common import load_verified, parse_sizes, write_atomic
+from gir.cli.common import load_verified, pick_func, parse_sizes, write_atomic
 from gir.errors import GirError
 
 
@@ -27,10 +27,7 @@ def run(args) -> int:
     from gir.evaluate import evaluate, random_inputs
 
     module = load_verified(args.file)
-    try:
-        func = module.func(args.func_name)
-    except KeyError:
-        raise GirError(f"no function '{args.func_name}' in {args.file}") from None
+    func = pick_func(module, args.func_name, args.file)
     if args.inputs:
         try:
             data = np.load(args.inputs)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from gir import ir
-from gir.cli.common import load_verified, parse_sizes
+from gir.cli.common import load_verified, parse_sizes, pick_func
 from gir.errors import GirError
 
 TOLERANCE = {ir.DType.f32: 1e-5, ir.DType.f16: 1e-2, ir.DType.bf16: 1e-2}
@@ -34,13 +34,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _pick(module: ir.Module, name: str | None, path: str) -> ir.Func:
-    try:
-        return module.func(name)
-    except KeyError:
-        raise GirError(f"no function '{name}' in {path}") from None
-
-
 def _lower(module: ir.Module, sizes) -> ir.Module:
     try:
         from passes.schedule import lower_module
@@ -57,7 +50,7 @@ def run(args) -> int:
     target = get_target(args.target)
     sizes = parse_sizes(args.sizes)
     module = load_verified(args.file)
-    func = _pick(module, args.func_name, args.file)
+    func = pick_func(module, args.func_name, args.file)
     check_footprint(func, sizes)  # before lowering: huge sizes are an error at the source declaration
     reference = None
     check = args.check or (func.is_explicit and not args.no_check)
@@ -67,7 +60,7 @@ def run(args) -> int:
             func = _lower(ir.Module((func,)), sizes).func(func.name)
     elif args.reference:
         ref_module = load_verified(args.reference)
-        reference = _pick(ref_module, args.func_name or func.name if len(ref_module.funcs) > 1 else None,
+        reference = pick_func(ref_module, args.func_name or func.name if len(ref_module.funcs) > 1 else None,
                           args.reference)
         if reference.is_explicit:
             raise GirError(f"the reference '{reference.name}' in {args.reference} is not operator-layer")
