@@ -2,7 +2,12 @@
 permutations (e.g. permute0213) as strided GDRAM→GDRAM copies.
 
 2-D transpose `y[j, i] = x[i, j]` (x: [M, N]) with tiles of Rb rows x Cb columns of x (both multiples of 64, so
-the NRAM tiles are dense and `__bang_transpose` maps the whole buffer):
+the NRAM tiles are dense and `__bang_transpose` maps the whole buffer). Any element type is moved as is: a transpose
+is pure data movement, so 16-bit (and i32 / bool) tiles are never widened to f32. `__bang_transpose` needs only that
+each operand spans whole 128-byte units (rows*cols*sizeof % 128 == 0), which 64-multiples give for every element
+size (a 64-element 16-bit row is exactly one unit). Cb stays 128 columns for every type (the cores share column
+chunks, so wider chunks would idle cores below N = 32*Cb) and Rb grows as elements shrink, keeping 128 KiB tiles
+(f32 256 rows, 16-bit 512, bool 1024): same NRAM budget, bytes per DMA transfer and per-tile fixed costs.
 
     parallel task_ in 0..32 @core {
       for cc_ in 0..(NC - task_ + 31) // 32 {              # full column chunks of x, cyclic over the cores
@@ -30,8 +35,12 @@ from passes.schedule_mlu import build as B
 from passes.schedule_mlu import layout as L
 from passes.schedule_mlu.rowmodel import NotRowModel
 
-F32 = ir.DType.f32
-TILE_ROWS, TILE_COLS = 256, 128     # 128 KiB f32 tiles; in + out double-buffered = 512 KiB of NRAM
+TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
+
+
+def device_bytes(dt: ir.DType) -> int:
+    """Bytes of one element on the device (i64 tensors are `int` there, see codegen/mlu/emit.py)."""
+    return 4 if dt == ir.DType.i64 else dt.nbytes
 
 
 def match_permute(spec: ir.Func, info) -> tuple | None:
@@ -62,9 +71,8 @@ def permute_func(spec: ir.Func, info, tasks: int = 32) -> list:
     x, y, perm = m
     xshape = next(p.type.shape for p in spec.params if p.name == x)
     if perm == (1, 0):
-        if spec.results[0].type.dtype != F32:
-            raise NotRowModel("transpose tiles are f32")
-        return [transpose2d_kernel(x, y, xshape[0], xshape[1], f"{spec.name}_mlu", tasks)]
+        dt = spec.results[0].type.dtype
+        return [transpose2d_kernel(x, y, xshape[0], xshape[1], f"{spec.name}_mlu", tasks, dt)]
     if perm[-1] == len(perm) - 1 and len(perm) >= 3:
         yshape = spec.results[0].type.shape
         return [slab_copy_kernel(x, y, perm, yshape, f"{spec.name}_mlu", tasks)]
@@ -83,13 +91,14 @@ def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int) -> list:
             B.move("store", B.ref(y, B.sl(c0, clen), B.sl(r0, rlen)), B.ref("ta", B.sl(0, clen), B.sl(0, rlen)))]
 
 
-def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 32) -> ir.Kernel:
-    rb = min(TILE_ROWS, L.round_up(m, L.PITCH))
+def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 32,
+                       dt: ir.DType = ir.DType.f32) -> ir.Kernel:
+    rb = min(TILE_BYTES // (TILE_COLS * device_bytes(dt)), L.round_up(m, L.PITCH))
     cb = min(TILE_COLS, L.round_up(n, L.PITCH))
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
     t = B.v("task_")
-    body: list = [B.alloc("xa", F32, (rb, cb), "nram"), B.alloc("ta", F32, (cb, rb), "nram")]
+    body: list = [B.alloc("xa", dt, (rb, cb), "nram"), B.alloc("ta", dt, (cb, rb), "nram")]
     if nc:
         c0 = B.mul(B.add(B.mul(B.v("cc_"), tasks), t), cb)
         inner: list = []
