@@ -50,6 +50,17 @@ def region_shape(ref: ir.Ref) -> tuple[int, ...] | None:
     return tuple(shape)
 
 
+def reverse_axis(call: ir.Call) -> int | None:
+    """The axis the kernel-only `reverse(a[, AXIS])` flips (1, the last axis of the 2-D tile, by default), or None
+    when the second argument is not the integer literal 0 or 1. Shared by the verifier, the SIMT simulator and the
+    MLU emitter so that all three read the builtin the same way."""
+    if len(call.args) == 1:
+        return 1
+    ax = call.args[1] if len(call.args) == 2 else None
+    ok = isinstance(ax, ir.Const) and not isinstance(ax.value, bool) and ax.value in (0, 1)
+    return ax.value if ok and isinstance(ax.value, int) else None
+
+
 class KernelVerifier:
     def __init__(self, func: ir.Func, globals_: dict[str, Buffer], diag: DiagnosticCollector):
         self.func = func
@@ -269,6 +280,11 @@ class KernelVerifier:
                 elif x.fn == "gather_cols":   # kernel-only: out[r, 0] = a[r, idx[r, 0]] (0 when out of range)
                     if len(x.args) != 2:
                         self.diag.error(f"gather_cols() takes 2 arguments, got {len(x.args)}", x.loc)
+                elif x.fn == "reverse":   # kernel-only: reverse(a[, AXIS]) flips one axis of a 2-D tile (default 1)
+                    if len(x.args) not in (1, 2):
+                        self.diag.error(f"reverse() takes 1 or 2 arguments, got {len(x.args)}", x.loc)
+                    elif len(x.args) == 2 and reverse_axis(x) is None:
+                        self.diag.error("reverse() takes an axis of 0 or 1 as its second argument", x.loc)
                 elif x.fn not in KNOWN_FUNCS or (KNOWN_FUNCS[x.fn] != len(x.args) and x.fn not in ("max", "min")):
                     self.diag.error(f"unknown function or wrong arity: {x.fn}/{len(x.args)}", x.loc)
 
@@ -294,6 +310,12 @@ class KernelVerifier:
                 self.diag.error(f"transpose() needs a 2-D tile, got shape {list(inner)}", e.loc)
                 return None
             return (inner[1], inner[0])
+        if isinstance(e, ir.Call) and e.fn == "reverse" and len(e.args) in (1, 2):
+            inner = self.expr_shape(e.args[0], scope)
+            if inner is not None and len(inner) != 2:
+                self.diag.error(f"reverse() needs a 2-D tile, got shape {list(inner)}", e.loc)
+                return None
+            return inner
         if isinstance(e, ir.Call) and e.fn == "gather_cols" and len(e.args) == 2:
             a, idx = (self.expr_shape(x, scope) for x in e.args)
             if a is None or idx is None:

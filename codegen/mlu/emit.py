@@ -10,6 +10,9 @@ Software pipelining (`pipeline=True`): a `for` loop whose body is loads, then co
 emitted as a three-stage ping-pong pipeline: the load and store tiles are double-buffered, iteration `it` issues
 the async load of tile it+1 and the async store of tile it-1 and then computes tile it; one
 `__sync_io_move_compute()` per iteration closes the stage.
+
+Last, `codegen/mlu/fuse.py` merges multiply and add/sub vector ops whose intermediate is dead into `__bang_fusion`
+(`fuse=False` turns it off; `metadata["fused_ops"]` counts the merges).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from gir import ir
 from gir.errors import GirError
 from codegen.mlu.cexpr import ScalarExpr, c_float, c_index
+from codegen.mlu.fuse import fuse_lines
 from codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
 from passes.schedule_mlu import layout as L
 
@@ -52,7 +56,8 @@ class _Buf:
         return L.phys_elems(self.shape)
 
 
-def emit_func(func: ir.Func, pipeline: bool = True) -> list[MluKernelSource]:
+def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[MluKernelSource]:
+    """``fuse``: merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
     gbufs = {}
     for p in func.params + func.results:
         if any(isinstance(d, str) for d in p.type.shape):
@@ -61,7 +66,7 @@ def emit_func(func: ir.Func, pipeline: bool = True) -> list[MluKernelSource]:
     for item in func.body:
         if isinstance(item, ir.Alloc):
             gbufs[item.name] = _Buf(item.name, item.type.dtype, tuple(item.type.shape), "gdram")
-    return [_KernelEmitter(func, k, gbufs, pipeline).run() for k in func.kernels]
+    return [_KernelEmitter(func, k, gbufs, pipeline, fuse).run() for k in func.kernels]
 
 
 def emit_module(module: ir.Module, pipeline: bool = True) -> list[MluKernelSource]:
@@ -69,8 +74,8 @@ def emit_module(module: ir.Module, pipeline: bool = True) -> list[MluKernelSourc
 
 
 class _KernelEmitter:
-    def __init__(self, func, kernel: ir.Kernel, gbufs, pipeline):
-        self.func, self.k, self.gbufs, self.pipeline = func, kernel, gbufs, pipeline
+    def __init__(self, func, kernel: ir.Kernel, gbufs, pipeline, fuse=True):
+        self.func, self.k, self.gbufs, self.pipeline, self.fuse = func, kernel, gbufs, pipeline, fuse
         self.bufs: dict[str, _Buf] = dict(gbufs)
         self.lines: list[str] = []
         self.depth = 1
@@ -95,9 +100,14 @@ class _KernelEmitter:
         for name, n in self.scratch:
             decls.append(f"  __nram__ float {name}[{n}];")
         params = ", ".join(f"{CTYPE[b.dtype.value]}* {b.name}" for b in self.gbufs.values())
-        text = "\n".join([f"__mlu_global__ void {self.k.name}({params}) {{", *decls, *self.prologue, *body_lines, *self.lines, "}"])
-        return MluKernelSource(self.k.name, text + "\n",
-                               {"task_dim": self.tasks, "params": list(self.gbufs), "func": self.func.name})
+        body, fused = self.prologue + body_lines + self.lines, 0
+        if self.fuse:
+            types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
+            types.update((n, "float") for n, _ in self.scratch)
+            body, fused = fuse_lines(body, types)
+        text = "\n".join([f"__mlu_global__ void {self.k.name}({params}) {{", *decls, *body, "}"])
+        return MluKernelSource(self.k.name, text + "\n", {"task_dim": self.tasks, "params": list(self.gbufs),
+                                                         "func": self.func.name, "fused_ops": fused})
 
     def _collect(self, stmts) -> None:
         for s in stmts:

@@ -17,6 +17,8 @@ BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": 
        "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares store 1 / 0
 MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      # s OP a  ==  a MIRROR[OP] s
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
+_ESIZE = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 4, "bool": 1}   # bytes per @nram element (i64 is int)
+_CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
 CONVERT = {("f32", "i32"): "__bang_int322float", ("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
@@ -89,6 +91,8 @@ class VecEmitter:
                 return self.gather_cols(dst, *(operand(a) for a in value.args))
             if value.fn == "transpose" and len(value.args) == 1:
                 return self.transpose(dst, operand(value.args[0]), value.loc)
+            if value.fn == "reverse" and len(value.args) in (1, 2):
+                return self.reverse(dst, operand(value.args[0]), value)
             if value.fn in ("f32", "f16", "bf16", "bool", "i32"):
                 a = operand(value.args[0])
                 name = CONVERT.get((dst.dtype, a.dtype))
@@ -134,6 +138,25 @@ class VecEmitter:
             raise GirError("the MLU emitter transposes whole 2-D @nram buffers with row lengths that are multiples "
                            "of 64, into a distinct buffer of the reversed shape", loc)
         self.out.append(f"__bang_transpose({dst.ptr}, {a.ptr}, {a.rows}, {a.cols});")
+
+    def reverse(self, dst: Opd, a: Opd, call: ir.Call) -> None:
+        """`dst[0:R, 0:P] = reverse(a[0:R, 0:P][, AXIS])` on the first R rows of distinct @nram buffers of the same
+        pitch P: axis 1 (rows must be dense, P == C) is one `__bang_mirror` (each row reversed); axis 0 (row order
+        reversed) is a mirror of the R*P elements as one row into a scratch tile, then a per-row mirror back."""
+        from gir.verify_kernel import reverse_axis
+        axis = reverse_axis(call)
+        same = dst.kind == a.kind == FULL and (dst.rows, dst.pitch, dst.cols) == (a.rows, a.pitch, a.cols)
+        if axis is None or not same or dst.ptr == a.ptr or dst.dtype != a.dtype or \
+                (axis == 1 and a.cols != a.pitch) or a.pitch * _ESIZE.get(a.dtype, 1) % 128:
+            raise GirError("the MLU emitter reverses [R, C] @nram regions starting at row 0 into a distinct buffer of "
+                           "the same pitch (axis 1: C == P; rows of whole 128-byte units)", call.loc)
+        if axis == 1:
+            self.out.append(f"__bang_mirror({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            return
+        tmp = self.scratch_full(a, 0).ptr   # a float scratch tile at least as large as a's buffer
+        tmp = tmp if a.dtype == "f32" else f"(({_CTYPE[a.dtype]}*){tmp})"
+        self.out.append(f"__bang_mirror({tmp}, {a.ptr}, 1, {a.rows * a.pitch});")
+        self.out.append(f"__bang_mirror({dst.ptr}, {tmp}, {a.rows}, {a.pitch});")
 
     def unary(self, dst: Opd, fn: str, a: Opd) -> None:
         if a.kind != dst.kind:

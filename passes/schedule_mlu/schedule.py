@@ -15,6 +15,7 @@ from passes.schedule_mlu.extended import schedule_extended
 from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from passes.schedule_mlu.longrows import longrows_kernel
 from passes.schedule_mlu.placement import NoTileFits, solve_placement
+from passes.schedule_mlu.reverse import reverse_func
 from passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
 from passes.schedule_mlu.transpose import permute_func
 
@@ -99,8 +100,8 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
             try:
                 items.extend(colreduce_func(spec, info, tasks))
             except NotRowModel:
-                try:
-                    items.extend(permute_func(spec, info, tasks))
+                try:   # permutations, then axis reversals (passes/schedule_mlu/reverse.py)
+                    items.extend(_permute_or_reverse(spec, info, tasks, nram))
                 except NotRowModel:
                     try:   # scalar reductions, index values, rank > 2 rows (passes/schedule_mlu/extended.py)
                         items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
@@ -110,9 +111,9 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                         except NotRowModel:
                             mode = "opbyop"
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
-        for single in (colreduce_func, permute_func):
+        for single in (lambda: colreduce_func(spec, info, tasks), lambda: _permute_or_reverse(spec, info, tasks, nram)):
             try:
-                items.extend(single(spec, info, tasks))
+                items.extend(single())
                 mode = "done"
                 break
             except NotRowModel:
@@ -132,6 +133,13 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
     out = dataclasses.replace(spec, body=tuple(_located(x, func.loc) for x in items))
     verify_module(ir.Module((out,)))
     return out
+
+
+def _permute_or_reverse(spec, info, tasks, nram) -> list:
+    try:
+        return permute_func(spec, info, tasks)
+    except NotRowModel:
+        return reverse_func(spec, info, tasks, nram)
 
 
 def _located(node, loc):

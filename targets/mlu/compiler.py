@@ -14,9 +14,11 @@ from .core import ReturnSignal
 from .dma import memcpy
 from .errors import MluError, Span
 from .exprs import INT, ExprCompiler, Fn, Sym, Type, converter, type_of
-from .lang import BUILTIN_CONSTS, BUILTIN_VARS, DIRECTIONS, ELEM_TYPES, MEMCPY, SCALAR_FUNCS, SYNCS, ElemType
+from .lang import (BUILTIN_CONSTS, BUILTIN_VARS, DIRECTIONS, ELEM_TYPES, FUSION_OPS, MEMCPY, SCALAR_FUNCS, SYNCS,
+                   ElemType)
 from .vector import VECTOR_OPS
 from . import vector_shape  # noqa: F401  (registers reductions, transpose, conversions, matmul)
+from . import vector_fusion  # noqa: F401  (registers __bang_fusion)
 
 _PY_ERRORS = (ValueError, OverflowError, TypeError, ZeroDivisionError, FloatingPointError)
 
@@ -84,7 +86,7 @@ class _KernelCompiler:
         return None
 
     def declare(self, name: str, sym: Sym, span: Span) -> Sym:
-        if name in BUILTIN_VARS or name in BUILTIN_CONSTS or name in DIRECTIONS:
+        if name in BUILTIN_VARS or name in BUILTIN_CONSTS or name in DIRECTIONS or name in FUSION_OPS:
             raise MluError(f"'{name}' is a built-in name and cannot be redeclared", span)
         scope = self.scopes[-1]
         if name in scope:
@@ -329,9 +331,12 @@ class _KernelCompiler:
 
     def vector_call(self, call: S.Call) -> Fn:
         op = VECTOR_OPS[call.name]
-        if len(call.args) != len(op.params):
-            raise MluError(f"{call.name} takes {len(op.params)} arguments, got {len(call.args)}", call.span)
-        fns = [self._arg(a, kind, call.name, i) for i, (a, kind) in enumerate(zip(call.args, op.params))]
+        kinds = op.params.replace("?", "")   # kinds after a '?' are optional trailing arguments
+        least = op.params.find("?") if "?" in op.params else len(kinds)
+        if not least <= len(call.args) <= len(kinds):
+            count = f"{least} or {len(kinds)}" if least < len(kinds) else f"{len(kinds)}"
+            raise MluError(f"{call.name} takes {count} arguments, got {len(call.args)}", call.span)
+        fns = [self._arg(a, kind, call.name, i) for i, (a, kind) in enumerate(zip(call.args, kinds))]
         impl, span, name = op.run, call.span, call.name
 
         def run(c, f):
@@ -343,11 +348,18 @@ class _KernelCompiler:
         return run
 
     def _arg(self, e: S.Expr, kind: str, name: str, index: int) -> Fn:
+        """Kinds: 'p' pointer, 'i' int, 'x' number, 'a' pointer or number, 'o' a FUSION_* name."""
+        if kind == "o":
+            if not isinstance(e, S.Name) or e.name not in FUSION_OPS:
+                raise MluError(f"{name}: argument {index + 1} must be a fusion operation, one of "
+                               f"{', '.join(FUSION_OPS)}", e.span)
+            value = e.name
+            return lambda c, f: value
         fn, typ, _ = self.exprs.expr(e)
         want = {"p": "ptr", "i": "int"}.get(kind)
-        ok = typ.kind == want if want else typ.kind in ("int", "float")
+        ok = typ.kind == want if want else typ.kind in (("int", "float", "ptr") if kind == "a" else ("int", "float"))
         if not ok:
-            expected = {"p": "a pointer", "i": "an int", "x": "a number"}[kind]
+            expected = {"p": "a pointer", "i": "an int", "x": "a number", "a": "a pointer or a number"}[kind]
             raise MluError(f"{name}: argument {index + 1} must be {expected}, got {typ}", e.span)
         return fn
 

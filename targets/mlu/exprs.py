@@ -14,8 +14,8 @@ import numpy as np
 from . import syntax as S
 from .errors import MluError, Span
 from .shapeonly import UNKNOWN
-from .lang import (BUILTIN_CONSTS, BUILTIN_VARS, DIRECTIONS, ELEM_TYPES, INT_MAX, INT_MIN, SCALAR_FUNCS, ElemType,
-                   c_div, c_mod)
+from .lang import (BUILTIN_CONSTS, BUILTIN_VARS, DIRECTIONS, ELEM_TYPES, FUSION_OPS, INT_MAX, INT_MIN, SCALAR_FUNCS,
+                   ElemType, c_div, c_mod)
 
 Fn = Callable[[object, list], object]
 
@@ -134,6 +134,8 @@ class ExprCompiler:
             return _const(value), FLOAT, value
         if e.name in DIRECTIONS:
             raise MluError(f"'{e.name}' can only be the direction argument of __memcpy/__memcpy_async", e.span)
+        if e.name in FUSION_OPS:
+            raise MluError(f"'{e.name}' can only be the first argument of __bang_fusion", e.span)
         raise MluError(f"use of undeclared name '{e.name}'", e.span)
 
     def pointer(self, name: str, span: Span) -> tuple[Fn, Type]:

@@ -59,6 +59,15 @@ DIRECTIONS: dict[str, tuple[str, str]] = {
     "SRAM2WRAM": (WRAM, SRAM),
 }
 
+# Operations of __bang_fusion (its first argument): name -> (first op, second op), i.e.
+# dst = (src0 FIRST src1) SECOND src2, each op rounded on its own (two f32 roundings, not a fused FMA).
+FUSION_OPS: dict[str, tuple[str, str]] = {
+    "FUSION_FMA": ("mul", "add"),
+    "FUSION_FMS": ("mul", "sub"),
+    "FUSION_FAM": ("add", "mul"),
+    "FUSION_FSM": ("sub", "mul"),
+}
+
 # Built-in int variables, read-only, constant for one task.
 BUILTIN_VARS = ("taskId", "taskDim", "clusterId", "clusterDim", "coreId", "coreDim")
 

@@ -48,7 +48,7 @@ class MluMachine:
       cycles_div          -- per unit: div, recip, rdiv_scalar.
       cycles_special      -- per unit: exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, erf, pow.
       cycles_reduce       -- per unit of input: reduce_sum/max/min (full, rows, cols).
-      cycles_transpose    -- per unit: transpose.
+      cycles_transpose    -- per unit: transpose, mirror (row reversal).
       cycles_convert      -- per unit of the wider operand: float<->half/bfloat16/int conversions.
       matmul_flops_per_cycle -- __bang_matmul throughput (2*M*K*N flops).
 

@@ -1,4 +1,4 @@
-"""Vector built-ins that change shape or type: reductions, transpose, conversions, matmul.
+"""Vector built-ins that change shape, order or type: reductions, transpose, mirror, conversions, matmul.
 
 They follow the operand rules of ``vector.py`` and register into the same ``VECTOR_OPS`` table.
 """
@@ -88,6 +88,30 @@ def _transpose(c, args, span):
     op.finish("transpose")
 
 
+def _mirror(c, args, span):
+    """`dst[h, w] = src[h, width-1-w]`: every row of a height x width matrix reversed (BANG's w-axis mirror).
+    Each row must span whole vector units (the unit is the granule the hardware permutes), and dst must not
+    overlap src (the mirror reads elements the other end of the row writes). Cost: transpose class per unit."""
+    dst, a, height, width = args
+    name = "__bang_mirror"
+    op = _Op(c, name, span)
+    elem = op.same_type(dst, a)
+    _count(name, height, "height")
+    _count(name, width, "width")
+    unit = c.machine.vector_unit_bytes
+    if width * elem.itemsize % unit:
+        raise MluError(f"{name}: a row of width={width} x {elem} is {width * elem.itemsize} bytes, not a multiple "
+                       f"of the {unit}-byte vector unit")
+    va = op.operand(a, height * width, "src")
+    out = op.operand(dst, height * width, "dst", write=True)
+    nbytes = height * width * elem.itemsize
+    if dst.region is a.region and dst.off < a.off + nbytes and a.off < dst.off + nbytes:
+        raise MluError(f"{name}: dst and src overlap")
+    if op.values:
+        out.reshape(height, width)[...] = va.reshape(height, width)[:, ::-1]
+    op.finish("transpose")
+
+
 _CONVERSIONS = {  # name: (source type, destination type)
     "__bang_float2half": ("float", "half"), "__bang_half2float": ("half", "float"),
     "__bang_float2bfloat16": ("float", "bfloat16_t"), "__bang_bfloat162float": ("bfloat16_t", "float"),
@@ -145,6 +169,7 @@ for _kind, _fn in _REDUCE.items():
     _register(f"__bang_reduce_{_kind}_rows", "ppii", _make_reduce_rows(_kind, _fn))
     _register(f"__bang_reduce_{_kind}_cols", "ppii", _make_reduce_cols(_kind, _fn))
 _register("__bang_transpose", "ppii", _transpose)
+_register("__bang_mirror", "ppii", _mirror)
 for _name, (_src, _dst) in _CONVERSIONS.items():
     _register(_name, "ppi", _make_convert(_name, _src, _dst))
 _register("__bang_matmul", "pppiii", _matmul)

@@ -225,6 +225,12 @@ class Values:
             return _F32.binop(e.op, a, b)
         if isinstance(e, ir.Call) and e.fn == "transpose":   # (n_act, R, C) -> (n_act, C, R)
             return np.swapaxes(self.fexpr(e.args[0]), -1, -2)
+        if isinstance(e, ir.Call) and e.fn == "reverse":     # (n_act, R, C): flip axis 0 or 1 of every tile
+            from gir.verify_kernel import reverse_axis
+            x, axis = np.asarray(self.fexpr(e.args[0])), reverse_axis(e)
+            if x.ndim != 3 or axis is None:
+                raise GirError("reverse() takes a 2-D tile and an axis of 0 or 1", e.loc)
+            return np.flip(x, axis=1 + axis)
         if isinstance(e, ir.Call) and e.fn == "gather_cols":  # out[r, 0] = a[r, idx[r, 0]], 0 when out of range
             a, idx = (np.asarray(self.fexpr(x)) for x in e.args)
             if a.ndim != 3 or idx.ndim != 3:

@@ -1,0 +1,159 @@
+"""The `__bang_fusion` peephole of the MLU emitter (codegen/mlu/fuse.py): where it merges, where it must not, and
+that merging never changes a value (fused and unfused programs give bit-identical outputs)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import codegen.mlu as cm
+from codegen.mlu.emit import emit_func as real_emit
+from codegen.mlu.fuse import fuse_lines
+from gir.evaluate import evaluate, random_inputs
+from gir.parser import parse_file
+from targets.mlu import parse_program, simulate
+from targets.mlu.run import run_func
+
+TYPES = {"t": "float", "u": "float", "a": "float", "b": "float", "g": "float", "y": "float", "iv": "int"}
+
+
+def fuse(*lines: str) -> list[str]:
+    out, _ = fuse_lines([f"  {x}" for x in lines], TYPES)
+    return [x.strip() for x in out]
+
+
+def test_mul_add_into_fma():
+    assert fuse("__bang_mul(t, a, b, 256);", "__bang_add(y, t, g, 256);", "__bang_write_value(t, 256, 0.0f);") == [
+        "__bang_fusion(FUSION_FMA, y, a, b, g, 256);", "__bang_write_value(t, 256, 0.0f);"]
+    assert fuse("__bang_mul_scalar(t, a, 0.5f, 256);", "__bang_add(t, g, t, 256);") == [
+        "__bang_fusion(FUSION_FMA, t, a, 0.5f, g, 256);"]
+
+
+def test_sub_forms():
+    assert fuse("__bang_mul(t, a, b, 256);", "__bang_sub_scalar(t, t, 1.0f, 256);") == [
+        "__bang_fusion(FUSION_FMS, t, a, b, 1.0f, 256);"]
+    assert fuse("__bang_mul_scalar(t, a, 2.0f, 256);", "__bang_sub(t, g, t, 256);") == [   # g - 2a = a*(-2) + g
+        "__bang_fusion(FUSION_FMA, t, a, (-(2.0f)), g, 256);"]
+    kept = ["__bang_mul(t, a, b, 256);", "__bang_sub(t, g, t, 256);"]                        # g - a*b: no form
+    assert fuse(*kept) == kept
+
+
+def test_add_mul_into_fam_fsm():
+    assert fuse("__bang_add_scalar(t, a, 1.0f, 256);", "__bang_mul(t, b, t, 256);") == [
+        "__bang_fusion(FUSION_FAM, t, a, 1.0f, b, 256);"]
+    assert fuse("__bang_cycle_sub(t, a, g, 256, 64);", "__bang_cycle_mul(t, t, b, 256, 64);") == [
+        "__bang_fusion(FUSION_FSM, t, a, g, b, 256, 64);"]
+
+
+def test_cycle_lengths_must_agree():
+    kept = ["__bang_mul(t, a, b, 256);", "__bang_cycle_add(t, t, g, 256, 64);"]
+    assert fuse(*kept) == kept
+    kept = ["__bang_cycle_mul(t, a, b, 256, 32);", "__bang_cycle_add(t, t, g, 256, 64);"]
+    assert fuse(*kept) == kept
+    assert fuse("__bang_cycle_mul(t, a, b, 256, 64);", "__bang_add_scalar(t, t, 1.0f, 256);") == [
+        "__bang_fusion(FUSION_FMA, t, a, b, 1.0f, 256, 64);"]
+
+
+@pytest.mark.parametrize("lines", [
+    ["__bang_mul(t, a, b, 256);", "__bang_add(y, t, g, 256);", "__bang_add(u, t, g, 256);"],   # t read later
+    ["__bang_mul(t, a, b, 256);", "__bang_write_value(a, 256, 1.0f);", "__bang_add(t, t, g, 256);"],  # input changed
+    ["__bang_mul(t, a, b, 256);", "__bang_add(y, t, g, 128);"],                                 # other length
+    ["__bang_mul(t, a, b, 256);", "__bang_add(y, t, t, 256);"],                                 # t twice
+    ["__bang_mul(iv, iv, iv, 256);", "__bang_add(iv, iv, iv, 256);"],                           # int
+    ["__bang_mul(t, a, b, 256);", "__bang_add(t + 64, t, g, 128);"],
+    ["__bang_mul(t, a, b, 256);", "__bang_add(a, t, a + 32, 224);"],
+    ["__bang_mul(t, a, b, 128);", "__bang_add(y, t, t + 64, 128);"],                           # reads t's buffer
+    ["__bang_add(t, a, b, 256);", "__bang_mul(y, t, g, 256);", "__bang_write_value(t + 32, 32, 0.0f);"],  # partial
+])
+def test_not_merged(lines):
+    assert fuse(*lines) == lines
+
+
+def test_liveness_outside_the_run():
+    run = ["  __bang_mul(t, a, b, 256);", "  __bang_add(y, t, g, 256);"]
+    stored = ["for (int i = 0; i < 4; i++) {", *run, "  __memcpy(x, t, 1024, NRAM2GDRAM);", "}"]
+    assert fuse_lines(stored, TYPES) == (stored, 0)
+    # around the loop: the run reads t before writing it, so the next iteration would see the product
+    wrap = ["for (int i = 0; i < 4; i++) {", "  __bang_add(u, t, g, 256);", *run, "}"]
+    assert fuse_lines(wrap, TYPES)[1] == 0
+    # the run overwrites t before reading it: the product is dead
+    dead = ["for (int i = 0; i < 4; i++) {", "  __bang_write_value(t, 256, 0.0f);", *run, "}"]
+    assert fuse_lines(dead, TYPES)[1] == 1
+    # a per-row line that writes all of t counts as an overwrite
+    rows = ["for (int i = 0; i < 4; i++) {",
+            "  for (int r_ = 0; r_ < 4; r_++) { __bang_sub_scalar(t + r_ * 64, a + r_ * 64, b[r_], 64); }", *run, "}"]
+    assert fuse_lines(rows, TYPES)[1] == 1
+    partial = rows[:1] + [rows[1].replace("r_ < 4", "r_ < 3")] + rows[2:]
+    assert fuse_lines(partial, TYPES)[1] == 0
+
+
+_FORMS = ["__bang_mul({d}, {x}, {y}, 256);", "__bang_add({d}, {x}, {y}, 256);", "__bang_sub({d}, {x}, {y}, 256);",
+          "__bang_mul_scalar({d}, {x}, {s}, 256);", "__bang_add_scalar({d}, {x}, {s}, 256);",
+          "__bang_sub_scalar({d}, {x}, {s}, 256);", "__bang_cycle_mul({d}, {x}, g, 256, 64);",
+          "__bang_cycle_add({d}, {x}, g, 256, 64);", "__bang_active_abs({d}, {x}, 256);"]
+_DECLS = """
+__mlu_global__ void k(float* x, float* out) {
+  __nram__ float a[256];
+  __nram__ float b[256];
+  __nram__ float t[256];
+  __nram__ float u[256];
+  __nram__ float g[64];
+"""
+_BODY = """  __memcpy(a, x, 1024, GDRAM2NRAM);
+  __memcpy(b, x + 256, 1024, GDRAM2NRAM);
+  __memcpy(t, x + 512, 1024, GDRAM2NRAM);
+  __memcpy(u, x + 768, 1024, GDRAM2NRAM);
+  __memcpy(g, x + 1024, 256, GDRAM2NRAM);
+  for (int i = 0; i < 2; i++) {
+BODY
+  }
+  __memcpy(out, a, 1024, NRAM2GDRAM);
+  __memcpy(out + 256, b, 1024, NRAM2GDRAM);
+}
+"""
+
+
+def test_random_programs_keep_their_values():
+    """Random op sequences over four buffers in a loop (a, b live out, t, u temporaries): every merge the peephole
+    makes leaves the outputs bit-identical."""
+    rng = np.random.default_rng(7)
+    merged = 0
+    for _ in range(40):
+        lines = []
+        for _ in range(int(rng.integers(4, 10))):
+            d, x, y = (str(rng.choice(["a", "b", "t", "u"])) for _ in range(3))
+            s = f"{rng.choice([0.5, -1.25, 3.0])}f"
+            lines.append("    " + str(rng.choice(_FORMS)).format(d=d, x=x, y=y, s=s))
+        body = _BODY.replace("BODY", "\n".join(lines)).splitlines()   # the whole body, as emit.py passes it
+        fused, n = fuse_lines(body, TYPES)
+        merged += n
+        data = np.random.default_rng().uniform(-2, 2, 1088).astype(np.float32)
+        outs = []
+        for text in (body, fused):
+            prog = parse_program(_DECLS + "\n".join(text))
+            outs.append(simulate(prog, "k", {"x": data, "out": np.zeros(512, np.float32)}, 1).outputs["out"])
+        assert np.array_equal(outs[0], outs[1], equal_nan=True), "\n".join(body + ["->"] + fused)
+    assert merged >= 10   # the generator does exercise merges
+
+
+def _run(f, x, sizes, fuse_on, monkeypatch):
+    monkeypatch.setattr(cm, "emit_func", lambda fn, pipeline=True: real_emit(fn, pipeline=pipeline, fuse=fuse_on))
+    return run_func(f, x, sizes)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("elementwise_chain", ["FUSION_FMA, b0, (x_t + cur_it_ * 2048), a_t, bias_t, 2048, 256", "FUSION_FMS"]),
+    ("layernorm", ["FUSION_FMA, (y_t + cur_it_ * 2048), b1, gamma_t, beta_t, 2048, 256"]),
+    ("bias_gelu_tanh", ["FUSION_FAM"]),
+])
+def test_samples_use_fusion_and_keep_their_values(name, expected, monkeypatch):
+    sizes = {"M": 256, "N": 256}
+    f = parse_file(f"samples/{name}.gir").funcs[0]
+    x = random_inputs(f, sizes, np.random.default_rng())
+    fused, plain = (_run(f, x, sizes, on, monkeypatch) for on in (True, False))
+    for text in expected:
+        assert f"__bang_fusion({text}" in fused.source
+    assert "__bang_fusion" not in plain.source
+    ref = evaluate(f, x, sizes)
+    for k, want in ref.items():
+        np.testing.assert_allclose(fused.outputs[k], want, rtol=2e-5, atol=2e-6)
+        assert np.array_equal(fused.outputs[k], plain.outputs[k])
