@@ -291,6 +291,13 @@ class _KernelEmitter:
                 return False
             phase = p
         loads = any(isinstance(x, ir.Move) and x.kind == "load" for x in s.body)
+        loaded = {x.dst.name for x in s.body if isinstance(x, ir.Move) and x.kind == "load"}
+        stored = {x.src.name for x in s.body if isinstance(x, ir.Move) and x.kind == "store"}
+        if loaded & stored:
+            # Iteration it loads tile it+1 and stores tile it-1 through the same slot (1 - cur) of a double buffer:
+            # a buffer both loaded and stored would be overwritten before its store reads it. Run such loops
+            # unpipelined (a third slot would be needed).
+            return False
         return (saw or loads) and s.step == 1 and c_index(s.lo) == "0"
 
     def pipelined(self, s: ir.For) -> None:
