@@ -5,35 +5,50 @@ permutations (e.g. permute0213) as strided GDRAM→GDRAM copies.
 the NRAM tiles are dense and `__bang_transpose` maps the whole buffer). Any element type is moved as is: a transpose
 is pure data movement, so 16-bit (and i32 / bool) tiles are never widened to f32. `__bang_transpose` needs only that
 each operand spans whole 128-byte units (rows*cols*sizeof % 128 == 0), which 64-multiples give for every element
-size (a 64-element 16-bit row is exactly one unit). Cb stays 128 columns for every type (the cores share column
-chunks, so wider chunks would idle cores below N = 32*Cb) and Rb grows as elements shrink, keeping 128 KiB tiles
-(f32 256 rows, 16-bit 512, bool 1024): same NRAM budget, bytes per DMA transfer and per-tile fixed costs.
+size (a 64-element 16-bit row is exactly one unit). Cb is 128 columns for every type; Rb is at most 128 KiB / Cb
+(f32 256 rows, 16-bit 512, bool 1024: same NRAM budget and bytes per DMA transfer for every type).
+
+Work units are (column chunk, row part) pairs: the row tiles of a column chunk are cut into parts of K consecutive
+tiles, the units go cyclically to the cores, and each core pipelines the row tiles of its part. Spreading column
+chunks alone left N / Cb < 32 cores busy (1000 x 777 f16 was 2.18x the DMA roofline); `choose_plan` picks Rb
+(the largest, or a smaller power of two when M has too few row tiles) and K from a cost model of the cyclic
+assignment (K = all row tiles, one unit per chunk, when the chunks alone fill the cores, e.g. 8192 x 8192).
 
     parallel task_ in 0..32 @core {
-      for cc_ in 0..(NC - task_ + 31) // 32 {              # full column chunks of x, cyclic over the cores
-        for it_ in 0..NR {                                  # full row tiles: software-pipelined by codegen
-          load xa[0:Rb, 0:Cb] <- x[it_*Rb : +Rb, c0 : +Cb]
-          ta[0:Cb, 0:Rb] = transpose(xa[0:Rb, 0:Cb])
-          store y[c0 : +Cb, it_*Rb : +Rb] <- ta[0:Cb, 0:Rb]
-        }
-        (row tail: the same with an exact-size load/store of M % Rb rows)
+      for ut_ in 0..(NC*P - task_ + 31) // 32 {             # units u = ut_*32 + task_, cyclic over the cores
+        for c_ in u // P .. +1 { for p_ in u % P .. +1 {    # one-trip loops: region starts stay affine
+          for it_ in 0..min(K, NR - p_*K) {                 # the part's full row tiles: pipelined by codegen
+            load xa[0:Rb, 0:Cb] <- x[(p_*K + it_)*Rb : +Rb, c_*Cb : +Cb]
+            ta[0:Cb, 0:Rb] = transpose(xa[0:Rb, 0:Cb])
+            store y[c_*Cb : +Cb, (p_*K + it_)*Rb : +Rb] <- ta[0:Cb, 0:Rb]
+          }
+          if p_ == P - 1 { (row tail: the same with an exact-size load/store of M % Rb rows) }
+        } }
       }
-      (column tail N % Cb: its row tiles cyclic over the cores; the corner tile on the last core)
+      (column tail N % Cb: its own parts of Kt tiles, numbered on after the NC*P units, so they start on the
+       cores the full chunks leave least loaded)
     }
 
 Tail tiles transpose the whole buffer (pad elements hold garbage and are never stored), so every transpose has
 the same dense shape. Traffic is compulsory: x read once, y written once.
 
-Permutations that keep the last axis (`y[b, h, s, d] = x[b, s, h, d]`): every index of y except its last two
-is a work unit (assigned cyclically to the cores, decoded with one-trip loops so region starts stay affine); a
-unit is one 2-D strided `GDRAM2GDRAM` copy of the [Y[-2], D] slab (no compute, no on-chip staging).
+Permutations that keep the last axis (`y[b, h, s, d] = x[b, s, h, d]`): a work unit is every index of y except
+its last two, and a part of the second-to-last (S) axis (assigned cyclically to the cores, decoded with one-trip
+loops so region starts stay affine); a unit is one 2-D strided `GDRAM2GDRAM` copy of [S / P, D] rows (no compute,
+no on-chip staging). P = 1 (whole slabs) unless the slabs are too few to keep the chip's GDRAM busy.
 """
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from gir import ir
 from passes.schedule_mlu import build as B
 from passes.schedule_mlu import layout as L
 from passes.schedule_mlu.rowmodel import NotRowModel
+from targets.mlu.machine import MLU370
 
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
 
@@ -75,7 +90,7 @@ def permute_func(spec: ir.Func, info, tasks: int = 32) -> list:
         return [transpose2d_kernel(x, y, xshape[0], xshape[1], f"{spec.name}_mlu", tasks, dt)]
     if perm[-1] == len(perm) - 1 and len(perm) >= 3:
         yshape = spec.results[0].type.shape
-        return [slab_copy_kernel(x, y, perm, yshape, f"{spec.name}_mlu", tasks)]
+        return [slab_copy_kernel(x, y, perm, yshape, f"{spec.name}_mlu", tasks, spec.results[0].type.dtype)]
     raise NotRowModel("permutation not supported")
 
 
@@ -87,57 +102,205 @@ def _trips(n: int, tvar, tasks: int) -> ir.Expr:
 def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int) -> list:
     """Load x[r0:+rlen, c0:+clen], transpose the whole [rb, cb] buffer, store y[c0:+clen, r0:+rlen]."""
     return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)), B.ref(x, B.sl(r0, rlen), B.sl(c0, clen))),
-            ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)), ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),))),
+            ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
+                      ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),))),
             B.move("store", B.ref(y, B.sl(c0, clen), B.sl(r0, rlen)), B.ref("ta", B.sl(0, clen), B.sl(0, rlen)))]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A 2-D transpose's decomposition: tiles of rb x cb; the row tiles of each column chunk go in parts of k
+    (full column chunks) or kt (the column tail) consecutive tiles, the row tail tile ending the last part."""
+    rb: int
+    cb: int
+    k: int
+    kt: int
+
+
+def _cyclic(nunits: int, first: int, tasks: int, body) -> list:
+    """Units u in 0..nunits, unit u on core (first + u) % tasks: `body(u)` with u affine in loop variables (a
+    one-trip loop decodes the core's first unit when first % tasks != 0)."""
+    t = B.v("task_")
+    if first % tasks == 0:
+        return [ir.For("ut_", B.c(0), _trips(nunits, t, tasks), tuple(body(B.add(B.mul(B.v("ut_"), tasks), t))))]
+    q = ir.BinOp("%", B.add(t, tasks - first % tasks), B.c(tasks))
+    u = B.add(B.mul(B.v("ut_"), tasks), B.v("q_"))
+    loop = ir.For("ut_", B.c(0), _trips(nunits, B.v("q_"), tasks), tuple(body(u)))
+    return [ir.For("q_", q, B.add(q, 1), (loop,))]
+
+
+def _part(x, y, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, rb: int, cb: int) -> list:
+    """Part p (affine) of a column chunk: its full row tiles p*k ... (a software-pipelined loop), then the row tail
+    tile (exact size) when p is the last part."""
+    out: list = []
+    trips = B.c(nr) if parts == 1 else ir.Call("min", (B.c(k), ir.BinOp("-", B.c(nr), B.mul(p, k))))
+    if nr:
+        r0 = B.mul(B.add(B.mul(p, k), B.v("it_")), rb) if parts > 1 else B.mul(B.v("it_"), rb)
+        out.append(ir.For("it_", B.c(0), trips, tuple(_tile(x, y, r0, rb, c0, clen, rb, cb))))
+    if rt:
+        tail = _tile(x, y, B.c(nr * rb), rt, c0, clen, rb, cb)
+        out += tail if parts == 1 else [ir.If(ir.BinOp("==", p, B.c(parts - 1)), tuple(tail), ())]
+    return out
+
+
+def _one_trip(name: str, lo: ir.Expr, body: list) -> ir.For:
+    return ir.For(name, lo, B.add(lo, 1), tuple(body))
 
 
 def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 32,
                        dt: ir.DType = ir.DType.f32) -> ir.Kernel:
-    rb = min(TILE_BYTES // (TILE_COLS * device_bytes(dt)), L.round_up(m, L.PITCH))
-    cb = min(TILE_COLS, L.round_up(n, L.PITCH))
+    """y = x^T for x: [m, n], on the decomposition `choose_plan` picks (see the module docstring)."""
+    plan = choose_plan(m, n, device_bytes(dt), tasks)
+    rb, cb = plan.rb, plan.cb
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
-    t = B.v("task_")
+    parts, parts_t = _parts(nr, rt, plan.k), _parts(nr, rt, plan.kt)
     body: list = [B.alloc("xa", dt, (rb, cb), "nram"), B.alloc("ta", dt, (cb, rb), "nram")]
     if nc:
-        c0 = B.mul(B.add(B.mul(B.v("cc_"), tasks), t), cb)
-        inner: list = []
-        if nr:
-            inner.append(ir.For("it_", B.c(0), B.c(nr), tuple(_tile(x, y, B.mul(B.v("it_"), rb), rb, c0, cb, rb, cb))))
-        if rt:
-            inner += _tile(x, y, B.c(nr * rb), rt, c0, cb, rb, cb)
-        body.append(ir.For("cc_", B.c(0), _trips(nc, t, tasks), tuple(inner)))
+        def main_unit(u):   # unit u = (column chunk u // parts, part u % parts)
+            if parts == 1:
+                return _part(x, y, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, rb, cb)
+            inner = _part(x, y, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, rb, cb)
+            part = _one_trip("p_", ir.BinOp("%", u, B.c(parts)), inner)
+            return [_one_trip("c_", ir.BinOp("//", u, B.c(parts)), [part])]
+        body += _cyclic(nc * parts, 0, tasks, main_unit)
     if ct:
-        c0 = B.c(nc * cb)
-        if nr:
-            r0 = B.mul(B.add(B.mul(B.v("jt_"), tasks), t), rb)
-            body.append(ir.For("jt_", B.c(0), _trips(nr, t, tasks), tuple(_tile(x, y, r0, rb, c0, ct, rb, cb))))
-        if rt:
-            cond = ir.BinOp("==", t, B.c(tasks - 1))
-            body.append(ir.If(cond, tuple(_tile(x, y, B.c(nr * rb), rt, c0, ct, rb, cb)), ()))
+        body += _cyclic(parts_t, nc * parts, tasks,
+                        lambda u: _part(x, y, B.c(nc * cb), ct, u, parts_t, plan.kt, nr, rt, rb, cb))
     top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(body))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
 
 
-def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, tasks: int = 32) -> ir.Kernel:
-    """y[u..., 0:S, 0:D] <- x[(the same indices, permuted)] per unit u over y's leading axes."""
-    lead = yshape[:-2]
+def choose_plan(m: int, n: int, es: int, tasks: int = 32) -> Plan:
+    """The decomposition with the least estimated time (`_CostModel`; ties: taller tiles, then fewer and longer
+    parts). Tiles are rb x 128 with rb = 128 KiB / 128 elements, or a smaller power of two down to 64 rows (more
+    row tiles to spread when M is small); the part size k trades filling the cores (k small) against more DMA
+    start-ups and less pipelining (k large); the column tail's kt is chosen after k, for the cores k leaves least
+    loaded."""
+    cb = min(TILE_COLS, L.round_up(n, L.PITCH))
+    nc, ct = divmod(n, cb)
+    best = None
+    for rb in _tile_heights(m, es):
+        model = _CostModel(m, n, es, rb, cb, tasks)
+        k = min(model.part_sizes(), key=lambda k: model.time([(nc, cb, k)]))
+        kt = min(model.part_sizes(), key=lambda kt: model.time([(nc, cb, k), (1, ct, kt)])) if ct else k
+        t = model.time([(nc, cb, k)] + ([(1, ct, kt)] if ct else []))
+        if best is None or t < best[0]:
+            best = (t, Plan(rb, cb, k, kt))
+    return best[1]
+
+
+def _tile_heights(m: int, es: int) -> list[int]:
+    """Candidate rb, tallest first: 128 KiB / 128 elements capped by M (rounded up to 64 rows), then the smaller
+    powers of two down to 64 (multiples of 64, so tiles stay dense)."""
+    top = min(TILE_BYTES // (TILE_COLS * es), L.round_up(m, L.PITCH))
+    return [top] + [h for h in (512, 256, 128, 64) if h < top]
+
+
+class _CostModel:
+    """Estimated time of a decomposition, from the per-core work of the cyclic unit assignment: the GDRAM time of
+    all segments moved (at the chip's bandwidth, or the busiest core's DMA port) plus the busiest core's time that
+    no transfer overlaps: every DMA's start-up latency (a core's DMAs run one after another on its IO pipe) and the
+    `__bang_transpose` of a tile no DMA hides (a part of one full tile, and the row tail tile, run unpipelined)."""
+
+    def __init__(self, m: int, n: int, es: int, rb: int, cb: int, tasks: int):
+        mc = MLU370
+        self.m, self.n, self.es, self.rb, self.cb, self.tasks = m, n, es, rb, cb, tasks
+        self.nr, self.rt = divmod(m, rb)
+        self.lat = mc.gdram_latency_cycles / mc.clock_hz
+        self.comp = rb * cb * es // mc.vector_unit_bytes * mc.cycles_transpose / mc.clock_hz
+        self.gbw, self.pbw = mc.gdram_bandwidth, mc.core_dma_bandwidth
+
+    def part_sizes(self) -> list[int]:
+        """One part size per distinct part count, longest first."""
+        slots = self.nr + (self.rt > 0)
+        return sorted({-(-slots // p) for p in range(1, slots + 1)}, reverse=True)
+
+    def tile_bytes(self, rows: int, cols: int) -> int:
+        """GDRAM bytes moved for one tile: segments of 64 B; a row piece off the segment grid straddles one more,
+        and a partial write also reads back its two end segments."""
+        def seg(nbytes: int, pitch: int, extra: int) -> int:
+            return 64 * (-(-nbytes // 64) + extra * (pitch % 64 != 0))
+        es = self.es
+        return rows * seg(cols * es, self.n * es, 1) + cols * seg(rows * es, self.m * es, 3)
+
+    def time(self, groups) -> float:
+        """groups: (column chunks, chunk width, k) in unit order; unit g runs on core g % tasks."""
+        nr, rt, tasks = self.nr, self.rt, self.tasks
+        work, exposed = np.zeros(tasks), np.zeros(tasks)
+        g0 = 0
+        for chunks, width, k in groups:
+            nparts = _parts(nr, rt, k)
+            p = np.arange(chunks * nparts) % nparts
+            core = (g0 + np.arange(chunks * nparts)) % tasks
+            tiles = np.clip(nr - p * k, 0, k)
+            tail = (p == nparts - 1) & (rt > 0)
+            nbytes = tiles * self.tile_bytes(self.rb, width) + tail * (self.tile_bytes(rt, width) if rt else 0)
+            work += np.bincount(core, nbytes, tasks)
+            exposed += np.bincount(core, 2 * (tiles + tail) * self.lat + ((tiles == 1) + tail) * self.comp, tasks)
+            g0 += chunks * nparts
+        return max(work.sum() / self.gbw, work.max() / self.pbw) + float(exposed.max())
+
+
+def _parts(nr: int, rt: int, k: int) -> int:
+    """Parts of k row tiles in a column chunk of nr full row tiles and (rt > 0) a row tail tile."""
+    return max(1, -(-(nr + (rt > 0)) // k))
+
+
+def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, tasks: int = 32,
+                     dt: ir.DType = ir.DType.f32) -> ir.Kernel:
+    """y[u..., s0:+R, 0:D] <- x[(the same indices, permuted)] per unit (u over y's leading axes, part s0 of S)."""
+    lead, (s, d) = yshape[:-2], yshape[-2:]
     units = 1
-    for d in lead:
-        units *= d
+    for n in lead:
+        units *= n
+    rows = slab_rows(units, s, d * device_bytes(dt), tasks)
+    parts, last = -(-s // rows), s - (s - 1) // rows * rows
     t = B.v("task_")
     u = B.add(B.mul(B.v("it_"), tasks), t)
     names = [f"u{k}_" for k in range(len(lead))]
-    yidx = [B.v(v) for v in names] + [B.sl(0, yshape[-2]), B.sl(0, yshape[-1])]
-    xidx: list = [None] * len(perm)
-    for k, ax in enumerate(perm):
-        xidx[ax] = yidx[k]
-    stmt: ir.Stmt = B.move("copy", B.ref(y, *yidx), B.ref(x, *xidx))
-    inner = 1
-    for k in reversed(range(len(lead))):      # u = ((u0 * L1 + u1) * L2 + u2) ...: one-trip decoding loops
+
+    def copy(s0, length: int) -> ir.Move:
+        yidx = [B.v(v) for v in names] + [B.sl(s0, length), B.sl(0, d)]
+        xidx: list = [None] * len(perm)
+        for k, ax in enumerate(perm):
+            xidx[ax] = yidx[k]
+        return B.move("copy", B.ref(y, *yidx), B.ref(x, *xidx))
+
+    if parts == 1:
+        stmt: ir.Stmt = copy(B.c(0), s)
+    else:   # the innermost one-trip loop decodes the part; the last part's rows are static too
+        full = copy(B.mul(B.v("p_"), rows), rows)
+        tail = ir.If(ir.BinOp("==", B.v("p_"), B.c(parts - 1)), (copy(B.c((parts - 1) * rows), last),), (full,))
+        stmt = _one_trip("p_", ir.BinOp("%", u, B.c(parts)), [tail if last != rows else full])
+    inner = parts
+    for k in reversed(range(len(lead))):      # u = (((u0 * L1 + u1) * L2 + u2) ...) * P + p: one-trip decoding
         lo = ir.BinOp("%", ir.BinOp("//", u, B.c(inner)), B.c(lead[k])) if k else ir.BinOp("//", u, B.c(inner))
         stmt = ir.For(names[k], lo, B.add(lo, 1), (stmt,))
         inner *= lead[k]
-    loop = ir.For("it_", B.c(0), _trips(units, t, tasks), (stmt,))
+    loop = ir.For("it_", B.c(0), _trips(units * parts, t, tasks), (stmt,))
     top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, (loop,))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
+
+
+def slab_rows(units: int, s: int, row_bytes: int, tasks: int = 32) -> int:
+    """Rows of S per copy: the whole slab when the slabs alone keep the chip's GDRAM busy, else parts of S so that
+    enough cores copy at once (one core's DMA port carries a fifth of the chip's bandwidth). Estimated time of P
+    parts: the copies' bytes at the chip's bandwidth or the busiest core's port, plus its copies' start-up
+    latencies; P grows only for a gain of more than 1%. Parts are whole 64-byte segments of y where possible."""
+    mc = MLU370
+    step = 64 // math.gcd(64, row_bytes)
+    best = None
+    for p in range(1, min(s, -(-4 * tasks // units)) + 1):
+        rows = min(s, L.round_up(-(-s // p), step))
+        parts = -(-s // rows)
+        size = np.full(units * parts, 2.0 * rows * row_bytes)
+        size[parts - 1::parts] = 2.0 * (s - (parts - 1) * rows) * row_bytes
+        core = np.arange(units * parts) % tasks
+        work = np.bincount(core, size, tasks)
+        copies = np.bincount(core, None, tasks)
+        t = (max(work.sum() / mc.gdram_bandwidth, work.max() / mc.core_dma_bandwidth)
+             + copies.max() * mc.gdram_latency_cycles / mc.clock_hz)
+        if best is None or t < best[0] * 0.99:
+            best = (t, rows)
+    return best[1]
