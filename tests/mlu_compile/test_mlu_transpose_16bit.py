@@ -39,8 +39,8 @@ def _check_exact(f, sizes, seed):
     assert np.array_equal(got.view(np.uint8), want.astype(got.dtype).view(np.uint8)), (f.name, sizes)   # bit-exact
 
 
-# 1 x 1; tails only; one full 512-row 16-bit tile + a row tail with a column tail (and the corner tile);
-# a full 128-column chunk + a 1-column tail
+# 1 x 1; tails only; full row tiles + a row tail with a column tail (and the corner tile; the tile height is the
+# scheduler's choice, see test_mlu_transpose_split.py for the 512-row tile); a full 128-column chunk + a 1-column tail
 @pytest.mark.parametrize("m,n", [(1, 1), (7, 5), (70, 65), (513, 129), (3, 257)])
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 def test_transpose_16bit_bit_exact(dt, m, n):
