@@ -25,7 +25,7 @@ def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = T
             raise NotRowModel("nothing beyond the row model")
         model = analyze_rows(vfunc, {})
         pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows)
-        rows = pick_rows(pl.rows, ix, model.m)
+        rows = pick_rows(pl.rows, ix, model.m, tasks)
         if ix.col and not ix.row and not ix.lead:   # sum_j select(j == t[i], x[i, j], 0): per-row gathers
             kernel, rows = gather_kernel(model, rows, tasks, frozenset(pl.sram) - {COLV, ROWV}, f"{spec.name}_mlu")
         else:
