@@ -91,11 +91,14 @@ def match_reverse(spec: ir.Func, info) -> Reversal | None:
                     yt.dtype)
 
 
-def reverse_func(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024) -> list:
-    """Kernels for an axis reversal (raises NotRowModel when `spec` is not one this module schedules)."""
+def reverse_func(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, allow_sram: bool = True,
+                 max_rows: int = 64) -> list:
+    """Kernels for an axis reversal, or for element-wise compute on column reversals (reverse_compute.py); raises
+    NotRowModel when `spec` is neither."""
     rv = match_reverse(spec, info)
     if rv is None:
-        raise NotRowModel("not an axis reversal")
+        from passes.schedule_mlu.reverse_compute import reverse_compute_kernel
+        return [reverse_compute_kernel(spec, f"{spec.name}_mlu", tasks, nram, allow_sram, max_rows)]
     return [reverse_kernel(rv, f"{spec.name}_mlu", tasks, nram)]
 
 

@@ -101,7 +101,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                 items.extend(colreduce_func(spec, info, tasks))
             except NotRowModel:
                 try:   # permutations, then axis reversals (passes/schedule_mlu/reverse.py)
-                    items.extend(_permute_or_reverse(spec, info, tasks, nram))
+                    items.extend(_permute_or_reverse(spec, info, tasks, nram, allow_sram, max_rows))
                 except NotRowModel:
                     try:   # scalar reductions, index values, rank > 2 rows (passes/schedule_mlu/extended.py)
                         items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
@@ -111,7 +111,8 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                         except NotRowModel:
                             mode = "opbyop"
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
-        for single in (lambda: colreduce_func(spec, info, tasks), lambda: _permute_or_reverse(spec, info, tasks, nram)):
+        for single in (lambda: colreduce_func(spec, info, tasks), lambda: _permute_or_reverse(spec, info, tasks, nram,
+                                                                                             allow_sram, max_rows)):
             try:
                 items.extend(single())
                 mode = "done"
@@ -135,11 +136,12 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
     return out
 
 
-def _permute_or_reverse(spec, info, tasks, nram) -> list:
+def _permute_or_reverse(spec, info, tasks, nram, allow_sram=True, max_rows=64) -> list:
+    """Permutations, then axis reversals and element-wise compute on column reversals (reverse.py)."""
     try:
         return permute_func(spec, info, tasks)
     except NotRowModel:
-        return reverse_func(spec, info, tasks, nram)
+        return reverse_func(spec, info, tasks, nram, allow_sram, max_rows)
 
 
 def _located(node, loc):
