@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from passes.schedule import shift
 from passes.schedule.rowplan import staged_rows
 from passes.schedule.rows import RowConfig, RowKernel
 from targets.gpu_machines import GpuMachine
@@ -50,9 +51,15 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
         vecs.remove(2)  # vec=2 only where the widest vector does not divide the row (hints)
     teams = [(t, 1) for t in (64, 128, 256, 512, 1024) if t % m.warp == 0 and t <= m.max_threads_per_block]
     teams += [(m.warp, r) for r in (1, 2, 4, 8)]
+    variants = [(v, 0, ()) for v in vecs]
+    unit = shift.shift_unit(rk)
+    res = shift.residues(rk, unit, hints) if unit else None
+    if res is not None:  # rows start off a sector at the hinted sizes: shifted lanes, full vectors
+        variants.append((vmax, unit, res))
+    staged = bool(shift.staged(rk))
     for t, rw in teams:
-        for v in vecs:
-            kc = -(-cin // (t * v))
+        for v, sh, rs in variants:
+            kc = -(-(cin + max(sh - 1, 0)) // (t * v))
             caches = [(0, 0)]
             bc = any(c.broadcast and c.mode != "inv" for c in rk.colrefs)
             if len(g.C) == 1 and (rk.nphases + bool(rk.full_stores) > 1 or bc):
@@ -60,6 +67,8 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
             elif len(g.C) == 2 and rk.nphases + bool(rk.full_stores) > 1:
                 caches.append((hint(g.C[0], hints) * kc, kc))  # (C0, C1) rows: C0 x kc chunks
             for cached, inner in caches:
+                if sh and staged and (rw > 1 or not cached):
+                    continue  # broadcast operands are staged per block, for a cached row (shift.py)
                 pers = [0]
                 if len(g.R) == 1 and rows > 0:
                     per_sm = max(1, min(m.max_threads_per_sm // (t * rw), 16))
@@ -67,7 +76,7 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
                 for p in pers:
                     if p and p * rw >= rows:
                         continue
-                    out.append(RowConfig(t, rw, v, cached, p, 0, inner))
+                    out.append(RowConfig(t, rw, v, cached, p, 0, inner, sh, rs))
     return out
 
 
@@ -95,6 +104,13 @@ def _aligned(rk: RowKernel, v: int, hints: dict[str, int]) -> bool:
     return all(hint(e, hints) % v == 0 for e in exts)
 
 
+def _misaligned(rk: RowKernel, itemsize: int, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]) -> float:
+    """Extra bytes per element of a row tensor whose rows start off a 32-byte sector: one sector more per
+    warp access of `warp * vec * itemsize` bytes, for the share of rows that start misaligned."""
+    frac = shift.misaligned_fraction(rk, hints, itemsize)
+    return itemsize * frac * SECTOR / (m.warp * cfg.vec * itemsize)
+
+
 def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]) -> Estimate | None:
     g = rk.g
     cin = hint(g.C[-1], hints)
@@ -111,6 +127,9 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     nw = cfg.threads // m.warp
     nw_team = max(1, nw)
     smem = 4 * nw * len(rk.slots) if cfg.rows_per_block == 1 else 0
+    if cfg.shift:
+        smem += sum(rk.colrefs[i].dtype.nbytes for i in shift.staged(rk)) * (cfg.shift + cfg.cached * cfg.threads
+                                                                              * cfg.vec)
     if smem > m.smem_per_block_default or tpb > m.max_threads_per_block:
         return None
     blocks = cfg.persistent or -(-rows // cfg.rows_per_block)
@@ -123,9 +142,16 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     waste = sum(c.dtype.nbytes * ncol * (min(cfg.vec, 8) - 1) for c in rk.colrefs
                 if c.mode == "elem" and not c.broadcast)
     dram = rows * ((row_in + waste) * passes + out_b) + bc_in
+    if not cfg.shift:  # rows starting off a sector: one more sector per warp access of a row tensor
+        mis_in = sum(_misaligned(rk, c.dtype.nbytes, cfg, m, hints) * ncol for c in rk.colrefs
+                     if c.mode == "vec" and not c.broadcast)
+        mis_out = sum(_misaligned(rk, rk.types[n].dtype.nbytes, cfg, m, hints) * ncol for n in rk.full_stores)
+        dram += rows * (mis_in * passes + mis_out)
     # every row team (persistent: once per team; a block of warp teams has rows_per_block of them) or
-    # every row re-reads broadcast operands, served by L2
+    # every row re-reads broadcast operands, served by L2 (a shifted kernel stages them once per block)
     bc_reads = (blocks * cfg.rows_per_block if (cfg.persistent and cfg.cached) else rows) * passes
+    if cfg.shift:
+        bc_reads = blocks if cfg.persistent else rows
     l2 = bc_in * bc_reads
     # per-row scalars (label[i]) and values invariant along the innermost dim (gamma[g, c] of a row with
     # two column dims) are loaded by every warp of the team: one 32-byte sector per warp and load
@@ -133,7 +159,7 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     l2 += rows * (1 if staged_rows(cfg, m.warp) else nw_team) * SECTOR * len(rk.rowrefs)
     l2 += rows * nw_team * SECTOR * _inv_loads(rk, cfg, hints, passes)
     span = cfg.threads * cfg.vec
-    chunks = -(-cin // span)
+    chunks = shift.chunks(cin, cfg)
     lane_util = cin / (chunks * span)
     resident = min(m.max_threads_per_sm // max(tpb, 1), 32)
     regs_per_thread = max(32, regs)

@@ -9,7 +9,7 @@ from gir.errors import GirError
 from gir.parser import parse_text
 from gir.printer import format_type
 from gir.shapes import _walk, func_info
-from passes.schedule import split
+from passes.schedule import shift, split
 from passes.schedule.cost import search
 from passes.schedule.generic import GenericKernel
 from passes.schedule.groups import Group, partition
@@ -287,6 +287,8 @@ def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:
     from gir.printer import format_expr
     from passes.schedule.emit import dim_expr
     guards: list[str] = []
+    if cfg.shift:
+        return shift.guards(rk, cfg)
     if cfg.vec > 1:
         exts = [c.align_ext for c in rk.colrefs if c.mode == "vec" and c.aligned_offset]
         exts += [rk.types[n].shape[-1] for n in rk.full_stores]

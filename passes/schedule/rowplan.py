@@ -26,6 +26,8 @@ class RowConfig:
     persistent: int = 0   # > 0: this many blocks loop over the rows (grid-stride)
     split: int = 0        # > 0: each row is split across this many blocks (partials kernel + final kernel)
     inner: int = 0        # rows with two column dims (C0, C1) cached: chunks per C1 row (cached = C0 cap x inner)
+    shift: int = 0        # > 0: lanes shifted back by the row's skew mod `shift` elements (passes/schedule/shift.py)
+    residues: tuple = ()  # ((size, residue mod shift), ...): the specialisation guards of a shifted kernel
 
 
 def staged_rows(cfg: RowConfig, warp: int) -> bool:

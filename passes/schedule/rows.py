@@ -13,6 +13,7 @@ from __future__ import annotations
 from gir import ir
 from gir.printer import format_expr
 from gir.shapes import _walk
+from passes.schedule import shift
 from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, region,
                                   simplify, subst, tile)
 from passes.schedule.groups import cvar, rvar
@@ -54,6 +55,9 @@ class RowKernel(RowAnalysis):
         if staged_rows(cfg, self.warp):
             for i, r in enumerate(self.rowrefs):
                 L(alloc(f"_sv{i}", self.types[r.name].dtype, [1], "shared"))
+        for c in [cfg] + [c for _, c in (middle or [])]:
+            if c.shift:
+                shift.staged_allocs(self, L, c)
         L.open(f"parallel _w in 0..{NW} @warp")
         L.open(f"parallel _l in 0..{self.warp} @lane")
         if guards and fallback is not None:
@@ -118,7 +122,9 @@ class RowKernel(RowAnalysis):
             rowenv[rvar(len(g.R) - 1)] = rowlast
         self.px, self.cfg, self.rowenv, self.tid = px, cfg, rowenv, tid
         self._slot_done = {}
-        if cfg.persistent and cfg.cached:
+        if cfg.shift:
+            shift.stage(self, L, cfg)
+        elif cfg.persistent and cfg.cached:
             bc = [i for i, c in enumerate(self.colrefs) if c.broadcast]
             if bc:
                 self._chunks(L, cfg, lambda kk, cb: self._loads(L, bc, kk, cb))
@@ -130,6 +136,9 @@ class RowKernel(RowAnalysis):
                                         ext_last % (cfg.rows_per_block * max(cfg.persistent, 1)) == 0)
         if row_guard:
             L.open(f"if {fx(rowlast)} < {format_expr(dim_expr(ext_last))}")
+        if cfg.shift:  # the row's skew: one iteration, so that column starts stay affine (shift.py)
+            sk = format_expr(shift.skew_expr(self, cfg))
+            L.open(f"for _s in {sk}..{sk} + 1")
         if self.rowrefs and staged_rows(cfg, self.warp):
             L.open("if _w == 0 and _l == 0")
             for i, r in enumerate(self.rowrefs):
@@ -150,7 +159,7 @@ class RowKernel(RowAnalysis):
             slots = [s for s in range(len(self.slots)) if self.slot_phase[s] == p]
             if cfg.cached:
                 idx = [] if loaded_all else [i for i, c in enumerate(self.colrefs)
-                                             if not (cfg.persistent and c.broadcast)]
+                                             if not (cfg.persistent and c.broadcast and not cfg.shift)]
                 loaded_all = True
             else:
                 idx = self._needed([self.slots[s][1] for s in slots])
@@ -161,8 +170,10 @@ class RowKernel(RowAnalysis):
                     op, arg, dt = self.slots[s]
                     self._compute(L, f"{px}t{s}", arg, kk, cb)
                     if self._tail(cfg):
+                        col = fx(add(cb, V('_e')))
                         L.open(f"for _e in 0..{VW}")
-                        L.open(f"if {fx(add(cb, V('_e')))} >= {format_expr(dim_expr(self.cin_ext))}")
+                        L.open(f"if {col} >= {format_expr(dim_expr(self.cin_ext))}" +
+                               (f" or {col} < 0" if cfg.shift else ""))
                         L(f"{px}t{s}[_e:_e + 1] = {identity(op, dt)}")
                         L.close()
                         L.close()
@@ -176,7 +187,7 @@ class RowKernel(RowAnalysis):
         if self.full_stores:
             if cfg.cached:
                 idx = [] if loaded_all else [i for i, c in enumerate(self.colrefs)
-                                             if not (cfg.persistent and c.broadcast)]
+                                             if not (cfg.persistent and c.broadcast and not cfg.shift)]
             else:
                 idx = self._needed([self._inline(self.full[n]) for n in self.full_stores])
 
@@ -185,13 +196,15 @@ class RowKernel(RowAnalysis):
                 for name in self.full_stores:
                     self._compute(L, f"{px}o_{name}", self._inline(self.full[name]), kk, cb)
                     ext = self.types[name].shape[-1]
-                    vec = VW if VW > 1 and (not isinstance(ext, int) or ext % VW == 0) else 1
+                    vec = VW if VW > 1 and (cfg.shift or not isinstance(ext, int) or ext % VW == 0) else 1
                     parts = [self.rowenv.get(rvar(k), C(0)) for k in range(len(g.R))]
                     parts += [V(f"_k{m}") for m in range(len(g.C) - 1)] + [(cb, VW)]
                     attrs = f" with vec={vec}, mask" if vec > 1 else " with mask"
                     L(f"store {region(name, parts)} <- {px}o_{name}[0:{VW}]{attrs}")
             self._chunks(L, cfg, store)
         self._store_rows(L, "_l == 0" if warp_mode or NW == 1 else "_w == 0 and _l == 0")
+        if cfg.shift:
+            L.close()
         if row_guard:
             L.close()
         if cfg.persistent:
@@ -216,6 +229,8 @@ class RowKernel(RowAnalysis):
         store_partials(self, L, NW, self.kname)
 
     def _tail(self, cfg: RowConfig) -> bool:
+        if cfg.shift:
+            return True
         n = cfg.threads * cfg.vec * max(cfg.split, 1)
         return not (isinstance(self.cin_ext, int) and self.cin_ext % n == 0)
 
@@ -261,9 +276,12 @@ class RowKernel(RowAnalysis):
                 L.close()
             return
         else:
-            L.open(f"for _k in 0..cdiv({format_expr(dim_expr(self.cin_ext))}, {span})")
+            ext = add(dim_expr(self.cin_ext), V("_s")) if cfg.shift else dim_expr(self.cin_ext)
+            L.open(f"for _k in 0..cdiv({format_expr(ext)}, {span})")
             kk = C(0)
         cb = add(mul(V("_k"), C(span)), mul(self.tid, C(cfg.vec)))
+        if cfg.shift:  # the lane's column in the row
+            cb = ir.BinOp("-", cb, V("_s"))
         fn(kk, cb)
         for _ in range(len(self.g.C)):
             L.close()
@@ -286,9 +304,12 @@ class RowKernel(RowAnalysis):
                 L.close()
             elif c.mode == "inv":
                 L(f"load {dst}[{fx(kk)}, 0:1] <- {format_expr(subst(c.ref, env))}")
+            elif c.mode == "vec" and self.cfg.shift and c.broadcast:
+                shift.copy_staged(self, L, i, kk, cb)
             elif c.mode == "vec":
                 parts = [subst(x, env) for x in c.ref.index[:-1]] + [(subst(c.ref.index[-1], env), VW)]
-                vec_ok = VW > 1 and c.aligned_offset and (not isinstance(c.align_ext, int) or c.align_ext % VW == 0)
+                vec_ok = VW > 1 and c.aligned_offset and (bool(self.cfg.shift) or not isinstance(c.align_ext, int)
+                                                          or c.align_ext % VW == 0)
                 attrs = f" with vec={VW}, mask, other=0" if vec_ok else " with mask, other=0"
                 L(f"load {dst}[{fx(kk)}, 0:{VW}] <- {region(c.ref.name, parts)}{attrs}")
             else:
