@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from gir import ir
+from gir.errors import GirError
 from gir.verify_kernel import Buffer
 from passes.analysis import isl_helpers as ih
 
@@ -142,7 +143,11 @@ class KernelInfo:
                 outs.append(ih.expr(i))
         if clip or (clip is None and acc.mask and acc.buf.level.off_chip):
             cons += [f"0 <= {o} < {d}" for o, d in zip(outs[len(acc.owner):], acc.buf.type.shape)]
-        return ih.make_map(self.params, ins.name, ins.var_names, acc.buf.name, outs, exists, cons)
+        try:
+            return ih.make_map(self.params, ins.name, ins.var_names, acc.buf.name, outs, exists, cons)
+        except ih.NotAffine:
+            raise GirError(f"cannot analyse this {ins.kind}: its conditions or indices are not quasi-affine "
+                           "(e.g. a product of two variables)", getattr(ins.stmt, "loc", None)) from None
 
 
 def slice_len(s: ir.Slice) -> int:

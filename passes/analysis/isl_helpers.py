@@ -73,7 +73,16 @@ def params_prefix(params: tuple[str, ...] | list[str]) -> str:
 
 def make_set(params, space: str, dims: list[str], constraints: list[str]) -> isl.Set:
     body = " and ".join(constraints) if constraints else "1 = 1"
-    return isl.Set(f"{params_prefix(params)}{{ {space}[{', '.join(dims)}] : {body} }}")
+    return _read(isl.Set, f"{params_prefix(params)}{{ {space}[{', '.join(dims)}] : {body} }}")
+
+
+def _read(kind, text: str):
+    """Parse isl text; a constraint isl cannot read (a product of two variables, e.g. from a user's `if b * N + t
+    < 5`) is NotAffine, which the analyses turn into a warning or a fallback instead of a crash."""
+    try:
+        return kind(text)
+    except isl.Error as e:
+        raise NotAffine(f"isl cannot read {text!r}: {e}") from None
 
 
 def make_map(params, src: str, src_dims: list[str], dst: str, dst_exprs: list[str],
@@ -85,7 +94,7 @@ def make_map(params, src: str, src_dims: list[str], dst: str, dst_exprs: list[st
     if exists:
         body = f"exists ({', '.join(exists)}: {body})"
     text = f"{params_prefix(params)}{{ {src}[{', '.join(src_dims)}] -> {dst}[{', '.join(outs)}] : {body} }}"
-    return isl.Map(text)
+    return _read(isl.Map, text)
 
 
 def size_params(params, sizes: dict[str, int] | None) -> isl.Set:
