@@ -7,9 +7,11 @@ outside its core scope run on core 0 followed by `__sync_cluster()`; on-chip all
 their levels and up to two stride levels; computes on 1-element tiles become scalar C, the rest `__bang_*` calls.
 
 Software pipelining (`pipeline=True`): a `for` loop whose body is loads, then computes, then stores to GDRAM is
-emitted as a three-stage ping-pong pipeline: the load and store tiles are double-buffered, iteration `it` issues
-the async load of tile it+1 and the async store of tile it-1 and then computes tile it; one
-`__sync_io_move_compute()` per iteration closes the stage.
+emitted as a three-stage pipeline: iteration `it` issues the async load of tile it+1 and the async store of tile
+it-1 and then computes tile it; one `__sync_io_move_compute()` per iteration closes the stage. Tiles only loaded or
+only stored are double-buffered (slot it % 2; load and store use the other slot). A tile both loaded and stored
+(computed in place, or a plain copy) is triple-buffered: load slot (it+1) % 3, compute it % 3, store (it-1) % 3
+(with two slots the load of tile it+1 would overwrite tile it-1 before its store read it).
 
 Last, `codegen/mlu/fuse.py` merges multiply and add/sub vector ops whose intermediate is dead into `__bang_fusion`
 (`fuse=False` turns it off; `metadata["fused_ops"]` counts the merges).
@@ -44,7 +46,11 @@ class _Buf:
     dtype: ir.DType
     shape: tuple
     level: str
-    double: bool = False
+    slots: int = 1      # pipeline slots: 2 (loaded or stored tiles), 3 (tiles both loaded and stored)
+
+    @property
+    def double(self) -> bool:
+        return self.slots > 1
 
     @property
     def phys(self) -> int:
@@ -96,9 +102,11 @@ class _KernelEmitter:
         for b in self.bufs.values():
             if b.level in ("nram", "sram"):
                 space = "__nram__" if b.level == "nram" else "__mlu_shared__"
-                decls.append(f"  {space} {CTYPE[b.dtype.value]} {b.name}[{b.phys * (2 if b.double else 1)}];")
+                decls.append(f"  {space} {CTYPE[b.dtype.value]} {b.name}[{b.phys * b.slots}];")
         for name, n in self.scratch:
             decls.append(f"  __nram__ float {name}[{n}];")
+        nram = sum(L.round_up(b.phys * b.slots * _esize(b.dtype), L.VECTOR_ALIGN) for b in self.bufs.values()
+                   if b.level == "nram") + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in self.scratch)
         params = ", ".join(f"{CTYPE[b.dtype.value]}* {b.name}" for b in self.gbufs.values())
         body, fused = self.prologue + body_lines + self.lines, 0
         if self.fuse:
@@ -107,7 +115,8 @@ class _KernelEmitter:
             body, fused = fuse_lines(body, types)
         text = "\n".join([f"__mlu_global__ void {self.k.name}({params}) {{", *decls, *body, "}"])
         return MluKernelSource(self.k.name, text + "\n", {"task_dim": self.tasks, "params": list(self.gbufs),
-                                                         "func": self.func.name, "fused_ops": fused})
+                                                         "func": self.func.name, "fused_ops": fused,
+                                                         "nram_bytes": nram})
 
     def _collect(self, stmts) -> None:
         for s in stmts:
@@ -119,10 +128,8 @@ class _KernelEmitter:
                 self._collect(s.body)
             elif isinstance(s, ir.For):
                 if self.pipeline and self._pipelinable(s):
-                    for mv in s.body:
-                        if isinstance(mv, ir.Move):
-                            on = mv.dst if mv.kind == "load" else mv.src
-                            self.bufs[on.name].double = True
+                    for name, depth in _depths(s).items():
+                        self.bufs[name].slots = max(self.bufs[name].slots, depth)
                 self._collect(s.body)
             elif isinstance(s, ir.If):
                 self._collect(s.then + s.orelse)
@@ -291,13 +298,6 @@ class _KernelEmitter:
                 return False
             phase = p
         loads = any(isinstance(x, ir.Move) and x.kind == "load" for x in s.body)
-        loaded = {x.dst.name for x in s.body if isinstance(x, ir.Move) and x.kind == "load"}
-        stored = {x.src.name for x in s.body if isinstance(x, ir.Move) and x.kind == "store"}
-        if loaded & stored:
-            # Iteration it loads tile it+1 and stores tile it-1 through the same slot (1 - cur) of a double buffer:
-            # a buffer both loaded and stored would be overwritten before its store reads it. Run such loops
-            # unpipelined (a third slot would be needed).
-            return False
         return (saw or loads) and s.step == 1 and c_index(s.lo) == "0"
 
     def pipelined(self, s: ir.For) -> None:
@@ -305,35 +305,40 @@ class _KernelEmitter:
         loads = [x for x in s.body if isinstance(x, ir.Move) and x.kind == "load"]
         computes = [x for x in s.body if isinstance(x, ir.Assign)]
         stores = [x for x in s.body if isinstance(x, ir.Move) and x.kind == "store"]
-        db = {x.dst.name for x in loads} | {x.src.name for x in stores}
+        depth = _depths(s)
         T = f"T_{v}"
         self.emit(f"int {T} = {c_index(s.hi)};")
+        # slot of the tile computed (cur), loaded (nxt: tile it+1) and stored (prv: tile it-1) in iteration it
+        cur = {2: f"cur_{v}", 3: f"cur3_{v}"}
+        nxt = {2: f"1 - cur_{v}", 3: f"(cur3_{v} + 1) % 3"}
+        prv = {2: f"1 - cur_{v}", 3: f"(cur3_{v} + 2) % 3"}
 
-        def slots(which: str):
-            return {n: f"({n} + ({which}) * {self.bufs[n].phys})" for n in db}
+        def slots(which: dict):
+            return {n: f"({n} + ({which[d]}) * {self.bufs[n].phys})" for n, d in depth.items()}
         self.emit(f"if ({T} > 0) {{")
         self.depth += 1
         for x in loads:
-            self.move(x, True, {v: "0"}, slots("0"))
+            self.move(x, True, {v: "0"}, slots({2: "0", 3: "0"}))
         self.depth -= 1
         self.emit("}")
         self.emit(f"for (int {v} = 0; {v} < {T}; {v}++) {{")
         self.depth += 1
-        self.emit(f"int cur_{v} = {v} % 2;")
+        for d in sorted(set(depth.values())):
+            self.emit(f"int {cur[d]} = {v} % {d};")
         self.emit("__sync_io_move_compute();")
         self.emit(f"if ({v} + 1 < {T}) {{")
         self.depth += 1
         for x in loads:
-            self.move(x, True, {v: f"({v} + 1)"}, slots(f"1 - cur_{v}"))
+            self.move(x, True, {v: f"({v} + 1)"}, slots(nxt))
         self.depth -= 1
         self.emit("}")
         self.emit(f"if ({v} > 0) {{")
         self.depth += 1
         for x in stores:
-            self.move(x, True, {v: f"({v} - 1)"}, slots(f"1 - cur_{v}"))
+            self.move(x, True, {v: f"({v} - 1)"}, slots(prv))
         self.depth -= 1
         self.emit("}")
-        self.cur = {n: f"cur_{v}" for n in db}
+        self.cur = {n: cur[d] for n, d in depth.items()}
         for x in computes:
             self.compute(x)
         self.cur = {}
@@ -343,7 +348,7 @@ class _KernelEmitter:
         self.emit(f"if ({T} > 0) {{")
         self.depth += 1
         for x in stores:
-            self.move(x, True, {v: f"({T} - 1)"}, slots(f"({T} - 1) % 2"))
+            self.move(x, True, {v: f"({T} - 1)"}, slots({2: f"({T} - 1) % 2", 3: f"({T} - 1) % 3"}))
         self.depth -= 1
         self.emit("}")
         self.emit("__sync_io_move_compute();")
@@ -426,6 +431,17 @@ class _KernelEmitter:
         for line in sx.pre:
             self.emit(line)
         self.emit(f"{elem(s.target)} = {text};")
+
+
+def _depths(s: ir.For) -> dict[str, int]:
+    """Pipeline slots of the tiles a pipelined loop moves: 3 for tiles both loaded and stored, else 2."""
+    loaded = {x.dst.name for x in s.body if isinstance(x, ir.Move) and x.kind == "load"}
+    stored = {x.src.name for x in s.body if isinstance(x, ir.Move) and x.kind == "store"}
+    return {n: 3 if n in loaded and n in stored else 2 for n in loaded | stored}
+
+
+def _esize(dt: ir.DType) -> int:
+    return 4 if dt == ir.DType.i64 else dt.nbytes   # i64 is `int` on the device
 
 
 def _const_len(i: ir.Slice) -> int:

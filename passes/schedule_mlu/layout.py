@@ -9,6 +9,7 @@ from __future__ import annotations
 
 PITCH = 64
 ROW_ALIGN = 32
+VECTOR_ALIGN = 128   # bytes: every on-chip buffer starts at a multiple of this (machine.vector_align_bytes)
 
 
 def round_up(x: int, a: int) -> int:

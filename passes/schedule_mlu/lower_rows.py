@@ -11,7 +11,9 @@
         }
       }
     }
-The loop body is synchronous; the BANG-C emitter software-pipelines it (see docs/mlu.md).
+The loop body is synchronous; the BANG-C emitter software-pipelines it (see docs/mlu.md). Values are computed in
+place where their operand dies (an output into its input's load buffer: three pipeline slots instead of two for
+the load and two for the store), so a row of 32768 f32 elements fits NRAM for softmax or rmsnorm.
 """
 from __future__ import annotations
 
@@ -35,10 +37,14 @@ class RowPlan:
 
 def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
     """value name → tile buffer name (temporaries share buffers after their last use), buffer → kind."""
-    # f32 inputs/outputs and per-column/scalar inputs (converted once, before the loop) keep their own buffers;
-    # the f32 working tiles of 16-bit row-tile inputs/outputs are converted per tile and share buffers by liveness
+    # per-column/scalar inputs (converted once, before the loop), f32 [R, 1] inputs and row outputs keep their own
+    # buffers; [R, C] inputs (f32 load tiles, f32 working tiles of 16-bit ones) are freed at their last use and
+    # [R, C] outputs share buffers by liveness too: computed in place into a dying operand's tile, an output
+    # stored from its input's load tile makes that tile loaded and stored (triple-buffered by the emitter)
     pinned = {x for x in list(model.inputs) + list(model.outputs)
-              if model.dtypes.get(x, F32) == F32 or model.inputs.get(x, FULL) not in (FULL, ROW)}
+              if (model.dtypes.get(x, F32) == F32 and {**model.inputs, **model.outputs}[x] != FULL)
+              or model.inputs.get(x, FULL) not in (FULL, ROW)}
+    loaded = {f"{x}_t" for x, k in model.inputs.items() if k == FULL}
     last: dict[str, int] = {}
     for k, op in enumerate(model.ops):
         for a in op.args:
@@ -59,12 +65,21 @@ def liveness_buffers(model: RowModel) -> tuple[dict[str, str], dict[str, str]]:
             if last.get(a) == k and a not in pinned and a not in model.outputs and a in assign and a != d:
                 free.setdefault(model.temps.get(a) or kinds[assign[a]], []).append(assign[a])
         if d not in assign:
+            pool = free.get(op.dst.kind, [])
+            dying = [assign[a.name] for a in op.args if a.kind != CONST and assign.get(a.name) in pool]
+            inputs = [b for b in pool if b in loaded]
             if d in pinned:
                 assign[d] = f"{d}_t"
-            elif free.get(op.dst.kind):
-                assign[d] = free[op.dst.kind].pop()
+            elif dying:                                  # in place: dst = f(a) into a's tile
+                assign[d] = dying[0]
+                pool.remove(dying[0])
+            elif d in model.outputs and inputs:          # an output into a free load tile (three slots, not 2 + 2)
+                assign[d] = inputs[-1]
+                pool.remove(inputs[-1])
+            elif pool:
+                assign[d] = pool.pop()
             else:
-                assign[d] = f"b{len(kinds)}"
+                assign[d] = f"{d}_t" if d in model.outputs and model.dtypes[d] == F32 else f"b{len(kinds)}"
             kinds[assign[d]] = op.dst.kind
     for name in model.inputs:
         assign.setdefault(name, f"{name}_t")
@@ -158,10 +173,18 @@ def lower_rows(model: RowModel, plan: RowPlan, name: str) -> ir.Kernel:
             val = ir.Call(op.fn, tuple(args))
         body.append(ir.Assign(dst, val))
 
+    # 16-bit [R, C] outputs are converted into a 16-bit input's landing tile (dead after its widening, the first
+    # compute): that tile is then loaded and stored (three slots instead of two plus two)
+    landings = [x for x, k in model.inputs.items() if k == FULL and model.dtypes[x] not in (F32,)]
     for pname, kind in model.outputs.items():
         dt = model.dtypes[pname]
         tile = _region(assign[pname], kind, r, n)
-        if dt != F32:
+        same = [x for x in landings if model.dtypes[x] == dt]
+        if dt != F32 and kind == FULL and same:
+            landings.remove(same[0])
+            src = _region(f"{same[0]}_h", kind, r, n)
+            body.append(ir.Assign(src, ir.Call(dt.value, (tile,))))
+        elif dt != F32:
             hb = f"{pname}_h"
             allocs.append(B.alloc(hb, dt, _tile_shape(kind, r, n), "nram"))
             src = _region(hb, kind, r, n)

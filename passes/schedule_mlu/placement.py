@@ -3,18 +3,25 @@
 Decisions: the tile height R (rows per tile) and, for every per-column operand (gamma, beta, bias, ...), whether
 each core loads it from GDRAM into its NRAM (GDRAM bytes = cores x size) or one memory core per cluster loads it
 into the cluster's SRAM once and the cores copy SRAM→NRAM (GDRAM bytes = clusters x size, SRAM capacity used).
-Constraints: NRAM per core (double-buffered load/store tiles, single temporaries, per-column vectors, a scratch
-tile) and SRAM per cluster. Objective (lexicographic): minimise GDRAM bytes, then maximise R (fewer, larger DMAs).
+Constraints: NRAM per core and SRAM per cluster. Objective (lexicographic): minimise GDRAM bytes, then maximise R
+(fewer, larger DMAs).
+
+The NRAM a tile height needs is what the BANG-C emitter declares for the lowered kernel (`nram_footprint`: every
+tile with its pipeline slots -- 2 for tiles only loaded or only stored, 3 for tiles both loaded and stored, 1 for
+temporaries -- the 16-bit landing tiles, the scratch and column-mask tiles the vector forms actually use, each
+rounded to the 128-byte buffer alignment), not an estimate: it is affine in R (full tiles R x pitch, row vectors
+padded to 64 elements for R <= 64), measured at R = 1 and 2 and checked at the chosen R. RESERVE bytes stay free for
+what callers patch into the lowered kernel (hoisted row vectors, iota tiles).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import z3
 
 from gir.errors import GirError
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.lower_rows import F32, liveness_buffers
+from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from passes.schedule_mlu.rowmodel import COL, FULL, ROW, RowModel
 
 
@@ -32,28 +39,46 @@ class NoTileFits(GirError):
 
 PIPE_TILES = 8
 MIN_TILE_BYTES = 32 * 1024
+BALANCE_ELEMS = 2048
+RESERVE = 16 * 1024
+
+
+def nram_footprint(model: RowModel, rows: int) -> int:
+    """NRAM bytes per core the emitter declares for the row-model kernel with tiles of `rows` rows (pipelined)."""
+    import dataclasses
+    from codegen.mlu.emit import emit_func   # the emitter decides slots and scratch tiles
+    kernel = lower_rows(model, RowPlan(rows), "footprint")
+    func = dataclasses.replace(model.func, body=(kernel,))
+    return sum(k.metadata["nram_bytes"] for k in emit_func(func, pipeline=True, fuse=False))
+
+
+def _balance_rows(model: RowModel, rows_per_core: int) -> int:
+    """Pipeline fill and drain grow with the tile (R x N elements, times the per-element stage time), the per-tile
+    DMA latencies with the tile count (rows_per_core / R): their sum is least near R = sqrt(rows_per_core * B / N),
+    B = BALANCE_ELEMS (measured on the simulator: softmax 4096 x 4096 best at R = 8, 4096 x 12672 at R = 4), twice
+    that without [M, N] outputs (loads only: row_sum, row_max best at R = 11), divided by arith floor / roofline
+    when the source is compute-bound (codegen/mlu/workcount.py; elementwise_chain: R = 5)."""
+    from codegen.mlu.workcount import count_work
+    from targets.mlu import MLU370
+    b = BALANCE_ELEMS * (1 if FULL in model.outputs.values() else 2)
+    io = sum(model.m * model.n * model.dtypes[x].nbytes for x, k in {**model.inputs, **model.outputs}.items()
+             if k == FULL)
+    try:
+        arith = count_work(model.func, {}).seconds(MLU370) * MLU370.gdram_bandwidth
+    except GirError:   # not countable from the source: IO-bound assumed
+        arith = 0.0
+    if io and arith > io:
+        b = b * io / arith
+    return max(1, math.isqrt(int(rows_per_core * b) // model.n))
 
 
 def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: int = 768 * 1024,
                     sram: int = 4 * 1024 * 1024, max_rows: int = 64, allow_sram: bool = True) -> Placement:
     m, n = model.m, model.n
-    _, kinds = liveness_buffers(model)
-    # double-buffered DMA tiles: f32 inputs/outputs (16-bit ones are DMAed through their narrow tiles, counted
-    # below; their f32 working tiles are single)
-    io = {f"{x}_t" for x, k in {**model.inputs, **model.outputs}.items()
-          if (k in (FULL, ROW) or x in model.outputs) and model.dtypes.get(x, F32) == F32}
-    p = L.pitch((1, n))
-    odd = n % L.PITCH != 0
-    per_row = 0
-    for buf, kind in kinds.items():
-        if kind == FULL:
-            per_row += p * 4 * (2 if buf in io else 1)
-    per_row += p * 4 * (4 if odd else 2)  # scratch tiles (broadcasts; masked reductions when n % 64 != 0)
-    kind_of = {**model.inputs, **model.outputs}
-    narrow = [x for x in kind_of if model.dtypes[x].value != "f32"]
-    per_row += sum((p if kind_of[x] == FULL else 1) * 2 * model.dtypes[x].nbytes   # double-buffered
-                   for x in narrow)                                                # f16/bf16/bool/i32 tiles
-    fixed = sum(L.phys_elems((n,)) * 4 for b, k in kinds.items() if k == COL) + 64 * 1024
+    one = nram_footprint(model, 1)
+    per_row = nram_footprint(model, 2) - one
+    fixed = one - per_row
+    budget = nram - RESERVE
     cols = [x for x, k in model.inputs.items() if k == COL]
     col_bytes = {x: n * model.dtypes[x].nbytes for x in cols}
 
@@ -64,9 +89,10 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
     # pipeline depth: keep >= PIPE_TILES tiles per core (fill/drain amortised) unless tiles would drop below
     # MIN_TILE_BYTES (then the serialised per-DMA latency dominates)
     depth_cap = max(-(-MIN_TILE_BYTES // (n * 4)), rows_per_core // PIPE_TILES)
-    cap = min(max_rows, rows_per_core, depth_cap)
+    balance = _balance_rows(model, rows_per_core)
+    cap = min(max_rows, rows_per_core, depth_cap, balance)
     opt.add(r >= 1, r <= cap)
-    opt.add(r * per_row + fixed <= nram)
+    opt.add(r * per_row + fixed <= budget)
     sram_use = z3.Sum([z3.If(in_sram[x], col_bytes[x], 0) for x in cols]) if cols else z3.IntVal(0)
     opt.add(sram_use <= sram)
     if not allow_sram:
@@ -84,5 +110,10 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
     mod = opt.model()
     rows = mod[r].as_long()
     chosen = frozenset(x for x in cols if z3.is_true(mod.eval(in_sram[x])))
-    used = rows * per_row + fixed
+    used = nram_footprint(model, rows)
+    while used > budget and rows > 1:   # not affine (R > 64: row vectors grow; 1-byte tiles: alignment)
+        rows -= 1
+        used = nram_footprint(model, rows)
+    if used > budget:
+        raise NoTileFits(f"no tile fits NRAM (one row of {n} elements needs {used} bytes)")
     return Placement(rows, chosen, mod.eval(traffic).as_long(), used)

@@ -34,10 +34,10 @@ def _check(name, dt, m, n, nram, seed=0):
 
 
 @pytest.mark.parametrize("name,dt,m,n,nram", [
-    ("softmax", "f32", 1, 1025, 60000), ("softmax", "f32", 7, 1000, 60000), ("softmax", "f16", 4, 1025, 60000),
-    ("log_softmax", "f32", 33, 1025, 60000), ("log_softmax", "bf16", 5, 700, 60000),
-    ("layernorm", "f32", 7, 1025, 60000), ("layernorm", "bf16", 3, 1000, 60000),
-    ("rmsnorm", "f32", 1, 1025, 60000), ("rmsnorm", "f16", 6, 1025, 60000), ("row_sum", "f32", 5, 1025, 30000),
+    ("softmax", "f32", 1, 1025, 30000), ("softmax", "f32", 7, 1000, 30000), ("softmax", "f16", 4, 1025, 30000),
+    ("log_softmax", "f32", 33, 1025, 30000), ("log_softmax", "bf16", 5, 700, 28000),
+    ("layernorm", "f32", 7, 1025, 30000), ("layernorm", "bf16", 3, 1000, 30000),
+    ("rmsnorm", "f32", 1, 1025, 30000), ("rmsnorm", "f16", 6, 1025, 30000), ("row_sum", "f32", 5, 1025, 24000),
 ])
 def test_long_rows_match_evaluator(name, dt, m, n, nram):
     _check(name, dt, m, n, nram, seed=m + n)
@@ -46,15 +46,16 @@ def test_long_rows_match_evaluator(name, dt, m, n, nram):
 def test_online_softmax_reads_x_twice():
     # pass 1 (online max + rescaled sum) and pass 2 read x once each; y is written once: 1.5x compulsory
     f = _func("softmax")
-    e = schedule_mlu(f, {"M": 64, "N": 4096}, nram=100000)
+    e = schedule_mlu(f, {"M": 64, "N": 4096}, nram=60000)
     res = run_func(e, None, {"M": 64, "N": 4096}, values=False)
     assert res.stats["gdram_read_bytes"] == pytest.approx(2 * 64 * 4096 * 4, rel=0.01)
     assert res.stats["gdram_write_bytes"] == pytest.approx(64 * 4096 * 4, rel=0.01)
 
 
 def test_bench_shape_softmax_timing_only():
-    res = run_func(_func("softmax"), None, {"M": 4096, "N": 32768}, values=False)
-    compulsory = 2 * 4096 * 32768 * 4
+    # 4096 x 32768 rows fit NRAM single-pass since in-place tiles (test_mlu_single_pass_long.py); 65536 do not
+    res = run_func(_func("softmax"), None, {"M": 1024, "N": 65536}, values=False)
+    compulsory = 2 * 1024 * 65536 * 4
     assert res.stats["gdram_traffic_bytes"] == pytest.approx(1.5 * compulsory, rel=0.01)
     assert res.stats["seconds"] < 1.3 * 1.5 * compulsory / 307e9
 
