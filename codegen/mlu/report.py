@@ -44,7 +44,7 @@ LIMIT = 1.15
 REASONS = {   # why a row is above LIMIT (see the pipe columns and docs/mlu.md, Known gaps)
     "elementwise_chain": "6 special-class (8 cycles/unit) vector ops per element (sigmoid, tanh, sqrt, pow, log, "
                          "exp) alone exceed the per-core DMA share; the kernel issues more simple-class ops than "
-                         "the floor counts (abs(x) computed three times, one mul+sub pair not adjacent)",
+                         "the floor counts (one mul+sub pair not adjacent)",
     "softmax_f16": "nearly compute-bound: 2 byte/elem of traffic each way, but f16<->f32 conversions plus exp leave "
                    "the compute pipe ~as busy as the IO pipe",
 }

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from gir import ir
 from passes.schedule_mlu import build as B
 from passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, RowModel, Val
+from passes.schedule_mlu.valnum import number_values
 
 F32 = ir.DType.f32
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -102,6 +103,7 @@ def _region(buf: str, kind: str, r: int, n: int) -> ir.Ref:
 
 
 def lower_rows(model: RowModel, plan: RowPlan, name: str) -> ir.Kernel:
+    model = number_values(model)   # a repeated op is computed once per tile (valnum.py)
     m, n, r = model.m, model.n, plan.rows
     assign, kinds = liveness_buffers(model)
     nt = -(-m // r)
