@@ -50,15 +50,18 @@ def printer_for(target: str):
 
 def choose_index_type(func: ir.Func, sizes: dict[str, int], option: str | None = None) -> str:
     """int32 unless asked for int64, or some tensor has more than 2^31-1 elements at the given sizes."""
-    if option in ("int32", "int64"):
+    if option == "int64":
         return option
-    if option not in (None, "auto"):
+    if option not in (None, "auto", "int32"):
         raise GirError(f"index_type must be int32, int64 or auto, not '{option}'")
-    tensors = [p.type for p in func.params + func.results] + \
-              [a.type for a in func.body if isinstance(a, ir.Alloc)]
-    for t in tensors:
+    tensors = [(p.name, p.type) for p in func.params + func.results] + \
+              [(a.name, a.type) for a in func.body if isinstance(a, ir.Alloc)]
+    for name, t in tensors:
         dims = [d if isinstance(d, int) else sizes.get(d) for d in t.shape]
         if None not in dims and math.prod(dims) > INT32_MAX:
+            if option == "int32":
+                raise GirError(f"index type int32 cannot address '{name}' ({math.prod(dims)} elements at these "
+                               "sizes, more than 2^31-1): use --index-type int64 or auto", func.loc)
             return "int64"
     return "int32"
 

@@ -84,7 +84,7 @@ def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
         return
     from passes.analysis.checks import check_module
 
-    for warning in check_module(module, target, sizes or None, False):
+    for warning in check_module(module, target, sizes or None, False, getattr(args, "index_type", "int32")):
         print(warning.format(), file=sys.stderr)
 
 

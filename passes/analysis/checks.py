@@ -33,6 +33,8 @@ class CheckContext:
     sizes: dict[str, int] = field(default_factory=dict)
     strict: bool = False
     env: zh.Env | None = None
+    index_type: str = "int32"   # what code generation will use: int32 (as written), auto (int64 where the given
+    #                              sizes need it, see codegen.choose_index_type) or int64
 
 
 # ------------------------------------------------------------------ helpers
@@ -188,7 +190,7 @@ def check_alignment(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
 def check_overflow(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
     """The one-past-the-end linear index of every global tensor a kernel touches must fit int32
     (numel < 2**31), unless the kernel says `with index=int64`."""
-    if dict(ki.kernel.attrs).get("index") == "int64":
+    if dict(ki.kernel.attrs).get("index") == "int64" or ctx.index_type == "int64":
         return []
     out, symbolic, seen = [], [], set()
     for ins in ki.instrs:
@@ -200,7 +202,7 @@ def check_overflow(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
             fixed = [d if isinstance(d, int) else ctx.sizes.get(d) for d in buf.type.shape]
             if None not in fixed:
                 numel = _prod(fixed)
-                if numel >= INT32_LIMIT:
+                if numel >= INT32_LIMIT and ctx.index_type != "auto":   # auto: the code generator picks int64
                     cex = {d: ctx.sizes[d] for d in buf.type.shape if isinstance(d, str)}
                     out.append(make("overflow", f"'{buf.name}' has {numel} elements: its linear index does not fit "
                                     "int32", ins, cex, notes=["mark the kernel `with index=int64`"]))
@@ -249,10 +251,11 @@ CHECKS = {"bounds": check_bounds, "race": check_races, "barrier": check_barriers
 
 
 def check_kernel(func: ir.Func, kernel: ir.Kernel, target: str = "cuda", sizes: dict[str, int] | None = None,
-                 strict: bool = False, checks: tuple[str, ...] | None = None) -> list[CheckDiagnostic]:
+                 strict: bool = False, checks: tuple[str, ...] | None = None,
+                 index_type: str = "int32") -> list[CheckDiagnostic]:
     """Run the named checks (all by default) on one kernel; errors and warnings, in check order."""
     ki = collect(func, kernel)
-    ctx = CheckContext(target, dict(sizes or {}), strict, zh.Env(ki.params, sizes))
+    ctx = CheckContext(target, dict(sizes or {}), strict, zh.Env(ki.params, sizes), index_type)
     out: list[CheckDiagnostic] = []
     for name, fn in CHECKS.items():
         if checks is None or name in checks:
@@ -261,9 +264,11 @@ def check_kernel(func: ir.Func, kernel: ir.Kernel, target: str = "cuda", sizes: 
 
 
 def check_module(module: ir.Module, target: str = "cuda", sizes: dict[str, int] | None = None,
-                 strict: bool = False) -> list[CheckDiagnostic]:
-    """Check every kernel; raise GirError with all errors, else return the warnings."""
-    diags = [d for f in module.funcs for k in f.kernels for d in check_kernel(f, k, target, sizes, strict)]
+                 strict: bool = False, index_type: str = "int32") -> list[CheckDiagnostic]:
+    """Check every kernel; raise GirError with all errors, else return the warnings. `index_type`: what the code
+    generator will use (`gir compile --index-type`), so the overflow check judges the code that is emitted."""
+    diags = [d for f in module.funcs for k in f.kernels
+             for d in check_kernel(f, k, target, sizes, strict, index_type=index_type)]
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         raise GirError(diagnostics=errors)

@@ -14,6 +14,8 @@ import numpy as np
 from gir import ir
 from gir.errors import GirError
 
+INT32_MAX = 2**31 - 1
+
 
 def available() -> bool:
     """True if cupy imports and sees at least one CUDA device."""
@@ -42,9 +44,17 @@ def launch_args(meta: dict, arrays: dict, sizes: dict[str, int]) -> tuple[tuple,
     args = []
     for a in meta["args"]:
         if a["kind"] == "tensor":
+            n = arrays[a["name"]].size
+            if meta.get("index_type", "int32") == "int32" and n > INT32_MAX:
+                raise GirError(f"kernel '{meta['name']}' was compiled with int32 indices but '{a['name']}' has {n} "
+                               "elements at these sizes (more than 2^31-1): recompile with --index-type int64 or "
+                               "`with index=int64`")
             args.append(arrays[a["name"]])
         else:
-            args.append((np.int64 if a["dtype"] == "i64" else np.int32)(sizes[a["name"]]))
+            v = sizes[a["name"]]
+            if a["dtype"] != "i64" and not -INT32_MAX - 1 <= v <= INT32_MAX:
+                raise GirError(f"kernel '{meta['name']}': size {a['name']}={v} does not fit its int32 parameter")
+            args.append((np.int64 if a["dtype"] == "i64" else np.int32)(v))
     return grid, tuple(meta["block"]), tuple(args)
 
 
