@@ -2,7 +2,9 @@
 
 `rewrite_index_values` turns an operator function into a row-model function:
   * tensors `[*L, S, N]` / `[*L, S]` indexed `(*l, i, j)` / `(*l, i)` (the same leading index variables
-    everywhere) are viewed as `[prod(L) * S, N]` / `[prod(L) * S]`;
+    everywhere) are viewed as `[prod(L) * S, N]` / `[prod(L) * S]`; an `[S, N]` input indexed `(i, j)` only
+    (the same for every leading index, e.g. `e[n, g, c] = gamma[g, c]`) is seen as a full `[prod(L) * S, N]`
+    tensor whose tiles are read from the one `[S, N]` slab (`IndexInfo.shared`);
   * the column index used as a value (`j == target[i]`) becomes a synthetic per-column input `cj_[j]` (the iota
     0..N-1), the row index (`j <= i`) a synthetic row input `ri_[i]` holding `i mod S`.
 `patch_kernel` then rewrites the lowered kernel: `cj_` is generated once per core in NRAM (one scalar write and
@@ -40,6 +42,7 @@ class IndexInfo:
     row: bool = False                    # ri_ is used
     lead: tuple = ()                     # leading dims L of viewed tensors
     viewed: frozenset = frozenset()      # names of tensors viewed with merged leading dims
+    shared: frozenset = frozenset()      # [S, N] inputs indexed without the leading variables (one slab for all)
     part: int = 1                        # tiles per work unit (set by _unit_nest)
     row_bytes: int = 0                   # GDRAM bytes per row of the viewed [*L, S, N] params/results
     full_moves: int = 0                  # how many of them (one tile DMA each per tile)
@@ -60,10 +63,11 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
         if any(tuple(s[:-2]) != lead for s in full):
             raise NotRowModel("viewed tensors with different leading dims")
     nlead = len(lead)
+    shared = _shared(func, info, lead) if nlead else set()
     s_rows = None
     viewed = set()
     for name, t in types.items():
-        if nlead and len(t.shape) > 1:
+        if nlead and len(t.shape) > 1 and name not in shared:
             if tuple(t.shape[:nlead]) != lead or len(t.shape) - nlead not in (1, 2):
                 raise NotRowModel(f"'{name}' does not share the leading dims")
             viewed.add(name)
@@ -72,11 +76,11 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
     for t in types.values():
         if len(t.shape) >= 2:
             m_rows = t.shape[-2] if not nlead else t.shape[nlead]
-    ix = IndexInfo(period=s_rows or (m_rows or 1), lead=lead, viewed=frozenset(viewed))
+    ix = IndexInfo(period=s_rows or (m_rows or 1), lead=lead, viewed=frozenset(viewed), shared=frozenset(shared))
     for p in list(func.params) + list(func.results):
-        if p.name in viewed:
+        if p.name in viewed or p.name in shared:
             t = p.type
-            if len(t.shape) == nlead + 2:
+            if len(t.shape) == nlead + 2 or p.name in shared:
                 ix.row_bytes += int(t.shape[-1]) * t.dtype.nbytes
                 ix.full_moves += 1
             else:
@@ -94,7 +98,7 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
         val = _rw(st.stmt.value, lv, row, col, ix)
         tgt = _rw(st.stmt.target, lv, row, col, ix)
         body.append(ir.Assign(tgt, val, loc=st.stmt.loc))
-    params = [_view_param(p, nlead) for p in func.params]
+    params = [_view_param(p, nlead) if p.name not in shared else _view_shared(p, lead) for p in func.params]
     if ix.col:
         ncol = next(t.shape[-1] for t in types.values() if len(t.shape) >= 2)
         params.append(ir.Param(COLV, ir.TensorType(F32, (ncol,))))
@@ -106,6 +110,29 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
         params.append(ir.Param(ROWV, ir.TensorType(F32, (total,))))
     results = [_view_param(p, nlead) for p in func.results]
     return ir.Func(func.name, tuple(params), tuple(results), tuple(body)), ix
+
+
+def _shared(func: ir.Func, info, lead: tuple) -> set:
+    """Inputs `[S, N]` (the trailing dims of the viewed tensors) read only as `t[i, j]`, i and j the row and
+    column variables of every statement reading them: the same slab for every leading index."""
+    from gir.shapes import _walk
+    nlead = len(lead)
+    full = next(t.shape for t in info.types.values() if len(t.shape) == nlead + 2)
+    cands = {p.name for p in func.params if tuple(p.type.shape) == tuple(full[nlead:])}
+    for st in info.stmts:
+        out = list(st.out_vars)
+        red = [v for vs in st.reduce_vars.values() for v in vs]
+        rest = out[nlead:]
+        want = (rest[0] if rest else None, rest[1] if len(rest) > 1 else (red[0] if len(red) == 1 else None))
+        for x in _walk(st.stmt.value):
+            if isinstance(x, ir.Ref) and x.name in cands and tuple(getattr(i, "name", None) for i in x.index) != want:
+                cands.discard(x.name)
+    return cands
+
+
+def _view_shared(p: ir.Param, lead: tuple) -> ir.Param:
+    s, n = p.type.shape
+    return dataclasses.replace(p, type=ir.TensorType(p.type.dtype, (_prod(lead) * int(s), n)))
 
 
 def _view_param(p: ir.Param, nlead: int) -> ir.Param:
@@ -131,12 +158,14 @@ def _rw(e, lv, row, col, ix: IndexInfo):
         return e
     if isinstance(e, ir.Ref):
         idx = list(e.index)
-        if lv and len(idx) > 1:
+        if lv and len(idx) > 1 and e.name not in ix.shared:
             if [i.name if isinstance(i, ir.Var) else None for i in idx[:len(lv)]] != list(lv):
                 raise NotRowModel(f"'{e.name}' is not indexed by the leading variables")
             idx = idx[len(lv):]
             if not (isinstance(idx[0], ir.Var) and idx[0].name == row):   # the viewed axis must be the row axis
                 raise NotRowModel(f"'{e.name}' is not indexed by the row variable after the leading ones")
+        if any(isinstance(i, ir.Var) and i.name in lv for i in idx):   # e.g. u[a] next to x[a, b, c]
+            raise NotRowModel(f"'{e.name}' is indexed by a leading variable only")
         return dataclasses.replace(e, index=tuple(idx))
     if isinstance(e, ir.BinOp):
         return dataclasses.replace(e, lhs=_rw(e.lhs, lv, row, col, ix), rhs=_rw(e.rhs, lv, row, col, ix))
@@ -251,7 +280,7 @@ def patch_kernel(kernel: ir.Kernel, ix: IndexInfo, n: int, rows: int, orig_types
                 else:
                     out.append(ir.Assign(rs, ir.BinOp("%", s.src.index[0].start, B.c(ix.period))))
                 out.append(ir.Assign(s.dst, ir.BinOp("+", B.ref("rio_", B.sl(0, rows), B.sl(0, 1)), rs)))
-            elif isinstance(s, ir.Move) and ix.lead and _gref(s).name in ix.viewed:
+            elif isinstance(s, ir.Move) and ix.lead and (_gref(s).name in ix.viewed or _gref(s).name in ix.shared):
                 out.append(_unview(s, ix, rows))
             else:
                 out.append(s)
@@ -387,7 +416,8 @@ def _unview(s: ir.Move, ix: IndexInfo, rows: int) -> ir.Move:
     nlead = len(ix.lead)
     ln = _const(g.index[0])
     start = B.mul(B.add(B.mul(B.v("p_"), ix.part), B.v("q_")), ln)   # row within the slab (_unit_nest)
-    idx = [B.v(f"l{d}_") for d in range(nlead)] + [ir.Slice(start, B.add(start, ln))]
+    idx = [] if g.name in ix.shared else [B.v(f"l{d}_") for d in range(nlead)]
+    idx.append(ir.Slice(start, B.add(start, ln)))
     idx += list(g.index[1:])
     new = dataclasses.replace(g, index=tuple(idx))
     mask = ix.period % rows != 0
