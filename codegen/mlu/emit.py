@@ -105,7 +105,7 @@ class _KernelEmitter:
                 decls.append(f"  {space} {CTYPE[b.dtype.value]} {b.name}[{b.phys * b.slots}];")
         for name, n in self.scratch:
             decls.append(f"  __nram__ float {name}[{n}];")
-        nram = sum(L.round_up(b.phys * b.slots * _esize(b.dtype), L.VECTOR_ALIGN) for b in self.bufs.values()
+        nram = sum(L.round_up(b.phys * b.slots * L.device_nbytes(b.dtype), L.VECTOR_ALIGN) for b in self.bufs.values()
                    if b.level == "nram") + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in self.scratch)
         params = ", ".join(f"{CTYPE[b.dtype.value]}* {b.name}" for b in self.gbufs.values())
         body, fused = self.prologue + body_lines + self.lines, 0
@@ -241,7 +241,7 @@ class _KernelEmitter:
         soff, sdims = self._dims(s.src, subst)
         if [d[0] for d in ddims] != [d[0] for d in sdims]:
             raise GirError("region shapes of a move differ after dropping unit dims", s.loc)
-        esz = 4 if db.dtype == ir.DType.i64 else db.dtype.nbytes   # i64 is `int` on the device (run.py)
+        esz = L.device_nbytes(db.dtype)
         cnt = None
         if s.mask:
             g = sdims if sb.level == "gdram" else ddims
@@ -438,10 +438,6 @@ def _depths(s: ir.For) -> dict[str, int]:
     loaded = {x.dst.name for x in s.body if isinstance(x, ir.Move) and x.kind == "load"}
     stored = {x.src.name for x in s.body if isinstance(x, ir.Move) and x.kind == "store"}
     return {n: 3 if n in loaded and n in stored else 2 for n in loaded | stored}
-
-
-def _esize(dt: ir.DType) -> int:
-    return 4 if dt == ir.DType.i64 else dt.nbytes   # i64 is `int` on the device
 
 
 def _const_len(i: ir.Slice) -> int:

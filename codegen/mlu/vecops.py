@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from gir import ir
 from gir.errors import GirError
 from codegen.mlu.cexpr import c_float
+from passes.schedule_mlu import layout as L
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
 BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": "minimum", "pow": "pow",
        "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares store 1 / 0
 MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      # s OP a  ==  a MIRROR[OP] s
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
-_ESIZE = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 4, "bool": 1}   # bytes per @nram element (i64 is int)
 _CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
@@ -147,7 +147,7 @@ class VecEmitter:
         axis = reverse_axis(call)
         same = dst.kind == a.kind == FULL and (dst.rows, dst.pitch, dst.cols) == (a.rows, a.pitch, a.cols)
         if axis is None or not same or dst.ptr == a.ptr or dst.dtype != a.dtype or \
-                (axis == 1 and a.cols != a.pitch) or a.pitch * _ESIZE.get(a.dtype, 1) % 128:
+                (axis == 1 and a.cols != a.pitch) or a.pitch * L.device_nbytes(a.dtype) % 128:
             raise GirError("the MLU emitter reverses [R, C] @nram regions starting at row 0 into a distinct buffer of "
                            "the same pitch (axis 1: C == P; rows of whole 128-byte units)", call.loc)
         if axis == 1:

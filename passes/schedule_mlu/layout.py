@@ -7,9 +7,17 @@ reduction's identity). A `[R, 1]` tile is a per-row vector of `R` values. 1-D ti
 """
 from __future__ import annotations
 
+from gir import ir
+
 PITCH = 64
 ROW_ALIGN = 32
 VECTOR_ALIGN = 128   # bytes: every on-chip buffer starts at a multiple of this (machine.vector_align_bytes)
+
+
+def device_nbytes(dt: ir.DType | str) -> int:
+    """Bytes of one element on the device: i64 tensors are `int` there (codegen/mlu/emit.py, targets/mlu/run.py)."""
+    dt = ir.DType(dt)
+    return 4 if dt == ir.DType.i64 else dt.nbytes
 
 
 def round_up(x: int, a: int) -> int:

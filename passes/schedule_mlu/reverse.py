@@ -49,10 +49,6 @@ class Reversal:
     dtype: ir.DType
 
 
-def _esize(dt: ir.DType) -> int:
-    return 4 if dt == ir.DType.i64 else dt.nbytes   # i64 tensors are `int` on the device (codegen/mlu/emit.py)
-
-
 def _axis_map(src, var: str, extent: int) -> str | None:
     """'id' when `src` is `var`, 'rev' when it is `extent - 1 - var`, else None."""
     a = to_affine(src)
@@ -110,7 +106,7 @@ class _Plan:
 
 
 def _unit_elems(dt: ir.DType) -> int:
-    return max(L.PITCH, UNIT // _esize(dt))
+    return max(L.PITCH, UNIT // L.device_nbytes(dt))
 
 
 def _busiest_cycles(rv: Reversal, r: int, tasks: int, pitch: int) -> float:
@@ -119,7 +115,7 @@ def _busiest_cycles(rv: Reversal, r: int, tasks: int, pitch: int) -> float:
     its copies (each one GDRAM latency plus its bytes at the core's fair share of GDRAM bandwidth; the cores run in
     lockstep, so their latencies coincide instead of hiding behind each other) plus the mirrors of its last tile,
     which no copy overlaps. So: few, large tiles, but not so large that the last tile's mirrors show."""
-    es, mc = _esize(rv.dtype), MLU370
+    es, mc = L.device_nbytes(rv.dtype), MLU370
     nt, rt = divmod(rv.m, r)
     base, extra = divmod(nt, tasks)
     share = mc.gdram_bandwidth / tasks / mc.clock_hz
@@ -134,7 +130,7 @@ def _busiest_cycles(rv: Reversal, r: int, tasks: int, pitch: int) -> float:
 def plan_reverse(rv: Reversal, tasks: int, nram: int) -> _Plan:
     """Tile rows and pitch under the NRAM budget: load and store tiles double-buffered (4 tiles), plus the
     row-flip's intermediate tile and its f32 scratch when the leading axis is reversed."""
-    es = _esize(rv.dtype)
+    es = L.device_nbytes(rv.dtype)
     flip = (4 // es + (1 if rv.rev_cols else 0)) if rv.rev_rows else 0   # f32 scratch + ta, in tiles of es bytes
     tile_max = nram // (4 + flip)
     unit = _unit_elems(rv.dtype)

@@ -53,11 +53,6 @@ from targets.mlu.machine import MLU370
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
 
 
-def device_bytes(dt: ir.DType) -> int:
-    """Bytes of one element on the device (i64 tensors are `int` there, see codegen/mlu/emit.py)."""
-    return 4 if dt == ir.DType.i64 else dt.nbytes
-
-
 def match_permute(spec: ir.Func, info) -> tuple | None:
     """(x, y, perm) when `spec` is one statement `y[v...] = x[w...]` with w a permutation of v
     (perm[k] = the axis of x that y's axis k reads)."""
@@ -150,7 +145,7 @@ def _one_trip(name: str, lo: ir.Expr, body: list) -> ir.For:
 def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 32,
                        dt: ir.DType = ir.DType.f32) -> ir.Kernel:
     """y = x^T for x: [m, n], on the decomposition `choose_plan` picks (see the module docstring)."""
-    plan = choose_plan(m, n, device_bytes(dt), tasks)
+    plan = choose_plan(m, n, L.device_nbytes(dt), tasks)
     rb, cb = plan.rb, plan.cb
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
@@ -254,7 +249,7 @@ def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, task
     units = 1
     for n in lead:
         units *= n
-    rows = slab_rows(units, s, d * device_bytes(dt), tasks)
+    rows = slab_rows(units, s, d * L.device_nbytes(dt), tasks)
     parts, last = -(-s // rows), s - (s - 1) // rows * rows
     t = B.v("task_")
     u = B.add(B.mul(B.v("it_"), tasks), t)

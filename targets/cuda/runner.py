@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gir import ir
+from codegen import INT32_MAX
 from gir.errors import GirError
-
-INT32_MAX = 2**31 - 1
 
 
 def available() -> bool:
@@ -39,7 +38,7 @@ def launch_args(meta: dict, arrays: dict, sizes: dict[str, int]) -> tuple[tuple,
     from codegen.launch import eval_size_expr
 
     grid = tuple(eval_size_expr(g, sizes) for g in meta["grid"])
-    if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+    if grid[0] > INT32_MAX or grid[1] > 65535 or grid[2] > 65535:
         raise GirError(f"kernel '{meta['name']}': grid {grid} exceeds the CUDA limits")
     args = []
     for a in meta["args"]:

@@ -8,6 +8,7 @@ import pytest
 from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
+from passes.schedule_mlu import layout as L
 from passes.schedule_mlu import transpose as T
 from targets.bench.programs import program_text
 from targets.mlu import MLU370
@@ -46,7 +47,7 @@ def test_forced_plans_bit_exact(monkeypatch, dt, k, kt):
 def test_chosen_split_bit_exact(dt, m, n):
     """Mid-size shapes at the plans the scheduler picks (split into row parts), tails on both axes; the tallest
     tiles of each element size (f32 256 rows, 16-bit 512, bool 1024) with a row tail."""
-    plan = T.choose_plan(m, n, T.device_bytes(ir.DType(dt)))
+    plan = T.choose_plan(m, n, L.device_nbytes(dt))
     assert plan.rb % 64 == 0 and plan.cb == 128                        # dense tiles for __bang_transpose
     assert -(-m // plan.rb) > plan.k                                    # the row tiles really are split
     _check_exact(_tr(dt), {"M": m, "N": n}, seed=m + n)
