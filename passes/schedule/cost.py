@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from passes.schedule import shift
 from passes.schedule.rowplan import staged_rows
 from passes.schedule.rows import RowConfig, RowKernel
-from targets.gpu_machines import GpuMachine
+from passes.machines import GpuMachine
 
 REG_CACHE_WORDS = 160  # registers per thread we allow the row cache to take (of 255)
 # Re-reads of broadcast operands (gamma[j]) hit L2, but they still cost sector transactions and the

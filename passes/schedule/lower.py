@@ -15,7 +15,7 @@ from passes.schedule.generic import GenericKernel
 from passes.schedule.groups import Group, partition
 from passes.schedule.rows import RowConfig, RowKernel, _Unsupported
 from passes.schedule.transpose import TransposeKernel
-from targets.gpu_machines import machine_for
+from passes.machines import machine_for
 
 TARGETS = ("cuda", "hip", "sim")
 

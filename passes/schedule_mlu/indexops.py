@@ -217,7 +217,7 @@ def slab_rows(rows: int, ix: IndexInfo, tasks: int) -> int:
 
 def _latency_bytes(tasks: int) -> float:
     """Bytes a core moves at its fair share of GDRAM bandwidth during one DMA latency (MLU370: ~4.8 KB)."""
-    from targets.mlu.machine import MLU370 as M
+    from passes.machines import MLU370 as M
     return M.gdram_latency_cycles * M.bytes_per_cycle(M.gdram_bandwidth) / max(1, min(tasks, M.total_cores))
 
 

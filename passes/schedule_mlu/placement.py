@@ -59,7 +59,7 @@ def _balance_rows(model: RowModel, rows_per_core: int) -> int:
     that without [M, N] outputs (loads only: row_sum, row_max best at R = 11), divided by arith floor / roofline
     when the source is compute-bound (codegen/mlu/workcount.py; elementwise_chain: R = 5)."""
     from codegen.mlu.workcount import count_work
-    from targets.mlu import MLU370
+    from passes.machines import MLU370
     b = BALANCE_ELEMS * (1 if FULL in model.outputs.values() else 2)
     io = sum(model.m * model.n * model.dtypes[x].nbytes for x, k in {**model.inputs, **model.outputs}.items()
              if k == FULL)

@@ -32,7 +32,7 @@ from gir.affine import to_affine
 from passes.schedule_mlu import build as B
 from passes.schedule_mlu import layout as L
 from passes.schedule_mlu.rowmodel import NotRowModel
-from targets.mlu.machine import MLU370
+from passes.machines import MLU370
 
 UNIT = MLU370.vector_unit_bytes    # every mirrored row spans whole units
 

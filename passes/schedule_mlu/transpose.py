@@ -48,7 +48,7 @@ from gir import ir
 from passes.schedule_mlu import build as B
 from passes.schedule_mlu import layout as L
 from passes.schedule_mlu.rowmodel import NotRowModel
-from targets.mlu.machine import MLU370
+from passes.machines import MLU370
 
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
 

@@ -6,6 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from passes.machines import MachineError
 from targets.mlu import MLU370, MluError, MluMachine, launch_shape, parse_program, simulate
 
 
@@ -31,13 +32,13 @@ def test_overrides_from_strings_and_dicts():
     assert MluMachine.from_overrides({"cycles_special": "4"}).cycles_special == 4.0
     assert MluMachine.from_overrides("clusters=1,cores_per_cluster=2").total_cores == 2
     assert dataclasses.replace(MLU370, clusters=4).clusters == 4
-    with pytest.raises(MluError, match="unknown machine parameter 'cluster'"):
+    with pytest.raises(MachineError, match="unknown machine parameter 'cluster'"):
         MluMachine.from_overrides(["cluster=2"])
-    with pytest.raises(MluError, match="expects int"):
+    with pytest.raises(MachineError, match="expects int"):
         MluMachine.from_overrides(["clusters=many"])
-    with pytest.raises(MluError, match="'gdram_bandwidth' must be positive"):
+    with pytest.raises(MachineError, match="'gdram_bandwidth' must be positive"):
         MluMachine.from_overrides(["gdram_bandwidth=0"])
-    with pytest.raises(MluError, match="key=value"):
+    with pytest.raises(MachineError, match="key=value"):
         MluMachine.from_overrides(["clusters"])
 
 
