@@ -1,5 +1,10 @@
 """The pass interface: `ModulePass` (a frozen dataclass whose fields are its options) and `PassContext`.
 
+Two kinds of IR flow through a pipeline: `gir` (an `ir.Module`: operator layer or explicit kernels) and `idfg`
+(a `passes.middle.graph.ModuleGraph`, the instruction-level dataflow graph of the middle). A pass says what it
+consumes and produces (`consumes`, `produces`); `ModulePass` is gir -> gir, `GraphPass` is idfg -> idfg, and
+conversions (`naive-lower`: gir -> idfg, `schedule`: idfg -> gir) set both.
+
 A pass looks like this::
 
     @dataclass(frozen=True)
@@ -30,18 +35,33 @@ _BARE = re.compile(r'[^\s,{}\[\]="\\]+')
 _INT = re.compile(r"[+-]?\d+")
 
 
+IR_KINDS = ("gir", "idfg")
+
+
 @dataclass
 class PassContext:
     """State shared by the passes of one pipeline run.
 
     `filename` is the source file (used in reproducer notes); `target` names the compile target when one is
-    known; `statistics` collects counters that passes bump (`ctx.bump("cse.merged")`)."""
+    known; `statistics` collects counters that passes bump (`ctx.bump("cse.merged")`); `remarks` collects
+    optimisation remarks (`ctx.remark(...)`, LLVM's -Rpass style: what was done, what was missed and why);
+    `options` carries programmatic options without a text form (a forced row configuration in tests) and
+    `artifacts` what passes leave for their caller (the search's plans)."""
     filename: str | None = None
     target: str | None = None
     statistics: dict[str, int] = field(default_factory=dict)
+    remarks: list = field(default_factory=list)
+    options: dict = field(default_factory=dict)    # programmatic options that have no text form (tests)
+    artifacts: dict = field(default_factory=dict)  # what passes leave for their caller (e.g. search plans)
 
     def bump(self, key: str, n: int = 1) -> None:
         self.statistics[key] = self.statistics.get(key, 0) + n
+
+    def remark(self, pass_name: str, kind: str, message: str, loc=None, notes=()) -> None:
+        """Record a remark: kind is 'passed' (an optimisation done), 'missed' (one not done: traffic left on
+        the table, always shown) or 'analysis' (a fact behind a decision)."""
+        from passes.remarks import Remark
+        self.remarks.append(Remark(pass_name, kind, message, loc, tuple(notes)))
 
 
 class OptionError(ValueError):
@@ -113,8 +133,11 @@ class OptionSpec:
 
 @dataclass(frozen=True)
 class ModulePass:
-    """Base class of all passes. Subclasses are `@dataclass(frozen=True)`, set `name`, and implement `apply`."""
+    """Base class of all passes. Subclasses are `@dataclass(frozen=True)`, set `name`, and implement `apply`.
+    A ModulePass rewrites a GIR module (`consumes = produces = "gir"`)."""
     name: ClassVar[str] = ""
+    consumes: ClassVar[str] = "gir"
+    produces: ClassVar[str] = "gir"
 
     def apply(self, ctx: PassContext, module: ir.Module) -> ir.Module:
         raise NotImplementedError(f"pass '{self.name}' does not implement apply()")
@@ -145,6 +168,18 @@ class ModulePass:
             if spec.required or value != spec.default:
                 parts.append(f"{spec.name}={spec.format(value)}")
         return f"{self.name}{{{' '.join(parts)}}}" if parts else self.name
+
+
+@dataclass(frozen=True)
+class GraphPass(ModulePass):
+    """A pass over the instruction-level dataflow graph: `apply(ctx, graph)` receives a
+    `passes.middle.graph.ModuleGraph` and returns it (changed in place or a new one). Its result prints as
+    explicit GIR (`--print-ir-after-all`); `schedule` turns the final graph into tuned kernels."""
+    consumes: ClassVar[str] = "idfg"
+    produces: ClassVar[str] = "idfg"
+
+    def apply(self, ctx: PassContext, graph):  # type: ignore[override]
+        raise NotImplementedError(f"pass '{self.name}' does not implement apply()")
 
 
 def option_specs(cls: type) -> tuple[OptionSpec, ...]:
@@ -185,8 +220,10 @@ def check_pass_class(cls: Any, origin: str) -> None:
         problem = f"{cls.__qualname__} must be decorated with @dataclass(frozen=True)"
     elif not cls.name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", cls.name):
         problem = f"{cls.__qualname__}.name {cls.name!r} is not a valid pass name (letters, digits, '_', '-')"
-    elif cls.apply is ModulePass.apply:
+    elif cls.apply in (ModulePass.apply, GraphPass.apply):
         problem = f"{cls.__qualname__} does not implement apply(ctx, module)"
+    elif cls.consumes not in IR_KINDS or cls.produces not in IR_KINDS:
+        problem = f"{cls.__qualname__}: consumes/produces must be one of {', '.join(IR_KINDS)}"
     else:
         try:
             option_specs(cls)

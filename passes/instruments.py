@@ -36,6 +36,13 @@ class PassInstrument:
         pass
 
 
+def ir_text(state) -> str:
+    """GIR text of a pipeline state: a module prints as itself, an IDFG as the explicit GIR it stands for."""
+    if isinstance(state, ir.Module):
+        return print_module(state)
+    return print_module(state.to_module())
+
+
 def _out(stream: TextIO | None) -> TextIO:
     return stream if stream is not None else sys.stderr
 
@@ -56,22 +63,26 @@ class PrintIR(PassInstrument):
     def enter_pipeline(self, ctx, pipeline, module) -> None:
         self.total = len(pipeline)
 
-    def _print(self, when: str, pass_: ModulePass, index: int, module: ir.Module) -> None:
+    def _print(self, when: str, pass_: ModulePass, index: int, text: str) -> None:
         out = _out(self.stream)
         out.write(f"# ----- IR {when} '{pass_.pipeline_text()}' (pass {index} of {self.total}) -----\n")
-        out.write(print_module(module))
+        out.write(text)
         out.flush()
 
     def run_before_pass(self, ctx, pass_, index, module) -> None:
-        if self.before_all or pass_.name in self.before:
-            self._print("before", pass_, index, module)
+        printing = self.before_all or pass_.name in self.before
+        if printing or (self.only_changed and (self.after_all or pass_.name in self.after)):
+            self._before_text = ir_text(module)  # graph passes change their input in place
+        if printing:
+            self._print("before", pass_, index, self._before_text)
 
     def run_after_pass(self, ctx, pass_, index, before, after, seconds) -> None:
         if not (self.after_all or pass_.name in self.after):
             return
-        if self.only_changed and before == after:
+        text = ir_text(after)
+        if self.only_changed and getattr(self, "_before_text", None) == text:
             return
-        self._print("after", pass_, index, after)
+        self._print("after", pass_, index, text)
 
 
 class TimePasses(PassInstrument):
@@ -118,11 +129,11 @@ class DumpIR(PassInstrument):
         self.width = 2
         self.written: list[Path] = []
 
-    def _write(self, number: int, label: str, module: ir.Module) -> None:
+    def _write(self, number: int, label: str, module) -> None:
         from gir.cli.common import write_atomic
 
         path = self.directory / f"{number:0{self.width}d}-{label}.gir"
-        write_atomic(path, print_module(module))
+        write_atomic(path, ir_text(module))
         self.written.append(path)
 
     def enter_pipeline(self, ctx, pipeline, module) -> None:

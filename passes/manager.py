@@ -20,8 +20,35 @@ from passes.pipeline import PassPipeline, parse_pipeline
 from passes.registry import Registry
 
 
+def ir_kind(state) -> str:
+    """'gir' for an ir.Module, 'idfg' for a ModuleGraph."""
+    return "gir" if isinstance(state, ir.Module) else "idfg"
+
+
+def as_module(state) -> ir.Module:
+    """The GIR text view of a pipeline state (a graph prints as explicit GIR)."""
+    return state if isinstance(state, ir.Module) else state.to_module()
+
+
+def check_kinds(pipeline: PassPipeline, start: str = "gir", filename: str | None = None) -> str:
+    """Raise a located GirError when a pass receives the wrong kind of IR; returns the pipeline's output kind."""
+    kind = start
+    for k, p in enumerate(pipeline.passes):
+        if p.consumes != kind:
+            hint = ("insert 'naive-lower' before it to build the IDFG" if p.consumes == "idfg"
+                    else "it runs on GIR modules: put it before 'naive-lower' or after 'schedule'")
+            raise pipeline.error_at(k, f"pass '{p.name}' works on {_KIND_TEXT[p.consumes]}, but the pipeline "
+                                       f"holds {_KIND_TEXT[kind]} at this point", [hint])
+        kind = p.produces
+    return kind
+
+
+_KIND_TEXT = {"gir": "GIR modules", "idfg": "the IDFG"}
+
+
 class PassManager:
-    """`PassManager(pipeline, instruments, verify_each).run(module, ctx)`; `pipeline` may be text."""
+    """`PassManager(pipeline, instruments, verify_each).run(module, ctx)`; `pipeline` may be text. The pipeline
+    state is a GIR module or an IDFG (ModuleGraph); passes declare which they consume and produce."""
 
     def __init__(self, pipeline: PassPipeline | str | Iterable[ModulePass],
                  instruments: Iterable[PassInstrument] = (), verify_each: bool = True,
@@ -34,8 +61,9 @@ class PassManager:
         self.instruments = list(instruments)
         self.verify_each = verify_each
 
-    def run(self, module: ir.Module, ctx: PassContext | None = None) -> ir.Module:
+    def run(self, module, ctx: PassContext | None = None):
         ctx = ctx if ctx is not None else PassContext()
+        check_kinds(self.pipeline, ir_kind(module))
         if self.verify_each:
             _verify(module)  # blame the input, not the first pass, for input errors
         for inst in self.instruments:
@@ -48,7 +76,7 @@ class PassManager:
                 inst.exit_pipeline(ctx, module)
         return module
 
-    def _run_one(self, ctx: PassContext, pass_: ModulePass, index: int, module: ir.Module) -> ir.Module:
+    def _run_one(self, ctx: PassContext, pass_: ModulePass, index: int, module):
         for inst in self.instruments:
             inst.run_before_pass(ctx, pass_, index, module)
         start = time.perf_counter()
@@ -61,8 +89,10 @@ class PassManager:
             diag = Diagnostic(f"{type(exc).__name__}: {exc}", None, (f"raised at {where}",) if where else ())
             raise self._failure(ctx, pass_, index, "failed with an internal error", [diag]) from exc
         seconds = time.perf_counter() - start
-        if not isinstance(result, ir.Module):
-            diag = Diagnostic(f"apply() returned {type(result).__name__}, not gir.ir.Module")
+        expected = _KIND_TYPES[pass_.produces]()
+        if not isinstance(result, expected):
+            diag = Diagnostic(f"apply() returned {type(result).__name__}, not {expected.__module__}."
+                              f"{expected.__qualname__}")
             raise self._failure(ctx, pass_, index, "produced invalid IR", [diag])
         for inst in self.instruments:
             inst.run_after_pass(ctx, pass_, index, module, result, seconds)
@@ -92,10 +122,25 @@ def reproducer(filename: str | None, pipeline: PassPipeline) -> str:
     return f"gir opt {shlex.quote(filename) if filename else 'FILE'} --passes {quoted}"
 
 
-def _verify(module: ir.Module) -> None:
-    from gir.verifier import verify_module
+def _module_type():
+    return ir.Module
 
-    verify_module(module)
+
+def _graph_type():
+    from passes.middle.graph import ModuleGraph
+    return ModuleGraph
+
+
+_KIND_TYPES = {"gir": _module_type, "idfg": _graph_type}
+
+
+def _verify(state) -> None:
+    if isinstance(state, ir.Module):
+        from gir.verifier import verify_module
+        verify_module(state)
+    else:
+        from passes.middle.verify import verify_graph
+        verify_graph(state)
 
 
 def _raise_site(exc: BaseException) -> str | None:

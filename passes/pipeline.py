@@ -14,7 +14,7 @@ differ from their defaults, and `parse_pipeline(str(p)) == p`.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from gir.errors import GirError, Loc
@@ -30,8 +30,19 @@ _DELIMS = set(',{}[]="\\')
 
 @dataclass(frozen=True)
 class PassPipeline:
-    """An ordered tuple of configured pass instances."""
+    """An ordered tuple of configured pass instances (with where each was written, for located errors)."""
     passes: tuple[ModulePass, ...] = ()
+    spans: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+    text: str | None = field(default=None, compare=False, repr=False)
+
+    def error_at(self, k: int, message: str, notes: Iterable[str] = ()) -> GirError:
+        """An error about pass k, with a caret under it in the pipeline text when it came from text."""
+        if self.text is None or k >= len(self.spans):
+            return GirError(message, None, list(notes) + [f"pipeline: {self}"])
+        start, end = self.spans[k]
+        line = self.text.count("\n", 0, start) + 1
+        col = start - (self.text.rfind("\n", 0, start) + 1) + 1
+        return GirError(message, Loc(PIPELINE_SOURCE, line, col, col + max(1, end - start), self.text), list(notes))
 
     def __str__(self) -> str:
         return ",".join(p.pipeline_text() for p in self.passes)
@@ -47,7 +58,7 @@ class PassPipeline:
 
     def prefix(self, n: int) -> "PassPipeline":
         """The first `n` passes (used for reproducer commands)."""
-        return PassPipeline(self.passes[:n])
+        return PassPipeline(self.passes[:n], self.spans[:n], self.text)
 
     def __add__(self, other: "PassPipeline") -> "PassPipeline":
         return PassPipeline(self.passes + tuple(other.passes))
@@ -101,14 +112,17 @@ class _Parser:
     # ---------------------------------------------------------------- grammar
     def pipeline(self) -> PassPipeline:
         passes: list[ModulePass] = []
+        spans: list[tuple[int, int]] = []
         self.skip_ws()
         if not self.peek():
-            return PassPipeline(())
+            return PassPipeline((), (), self.text)
         while True:
+            start = self.pos
             passes.append(self.one_pass())
+            spans.append((start, self.pos))
             self.skip_ws()
             if not self.peek():
-                return PassPipeline(tuple(passes))
+                return PassPipeline(tuple(passes), tuple(spans), self.text)
             self.expect(",", "',' between passes or '{' for options")
             self.skip_ws()
 

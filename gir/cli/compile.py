@@ -1,4 +1,4 @@
-"""`gir compile FILE --target cuda|hip`: lower to explicit GIR (if needed) and generate GPU source.
+"""`gir compile FILE --target cuda|hip`: run the compile pipeline (IDFG passes + search) and generate GPU source.
 
 Without -o, prints the explicit GIR (--emit gir), the source (--emit source, the default) or both.
 With -o DIR, writes NAME.cu / NAME.hip and NAME.json (launch metadata) per kernel, plus FILE.gir with
@@ -16,18 +16,11 @@ from gir.cli.common import load_verified, parse_sizes, write_atomic
 from gir.errors import GirError
 
 
-def _instruments():
-    try:
-        from passes import instruments
-    except ImportError:
-        return None
-    return instruments
-
-
 def register(sub) -> None:
-    p = sub.add_parser("compile", help="generate CUDA/HIP source from a GIR file",
-                       description="Lower a GIR file to explicit kernels (passes.schedule) and generate "
-                                   "CUDA or HIP source plus JSON launch metadata.")
+    p = sub.add_parser("compile", help="generate CUDA/HIP/MLU source from a GIR file",
+                       description="Run the compile pipeline over a GIR file (naive lowering to the IDFG, the graph "
+                                   "passes, the search; `gir passes --default --target T` prints it, --passes "
+                                   "replaces it) and generate CUDA or HIP source plus JSON launch metadata.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--target", choices=["cuda", "hip", "mlu"], default="cuda")
     p.add_argument("-o", "--output", metavar="OUT", help="output directory, or a .cu/.hip file")
@@ -39,42 +32,11 @@ def register(sub) -> None:
                         "elements at the given sizes)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the static kernel checks (bounds, races, barriers, alignment, overflow, capacity)")
-    p.add_argument("--passes", metavar="PIPELINE", help="pass pipeline to run on the explicit GIR")
-    inst = _instruments()
-    if inst is not None:
-        inst.add_arguments(p)
+    from gir.cli.pipeline import add_arguments
+    from passes import instruments
+    add_arguments(p)
+    instruments.add_arguments(p)
     p.set_defaults(func=run)
-
-
-def lower(module: ir.Module, target: str, sizes: dict[str, int]) -> ir.Module:
-    """Operator-layer funcs → explicit funcs through passes.schedule; explicit funcs pass through."""
-    if all(f.is_explicit for f in module.funcs):
-        return module
-    try:
-        from passes.schedule import lower_module
-    except ImportError as exc:
-        raise GirError(f"cannot lower operator-layer GIR: passes.schedule is unavailable ({exc})") from exc
-    options = {"sizes": sizes} if sizes else None
-    explicit = [f for f in module.funcs if f.is_explicit]
-    lowered = lower_module(ir.Module(tuple(f for f in module.funcs if not f.is_explicit)), target=target,
-                           options=options)
-    by_name = {f.name: f for f in explicit + list(lowered.funcs)}
-    return ir.Module(tuple(by_name[f.name] for f in module.funcs))
-
-
-def run_passes(module: ir.Module, args) -> ir.Module:
-    if not args.passes:
-        return module
-    try:
-        from passes.manager import PassManager
-        from passes.pipeline import parse_pipeline
-    except ImportError as exc:
-        raise GirError(f"--passes needs the pass manager ({exc})") from exc
-    inst = _instruments()
-    instruments = inst.instruments_from_args(args) if inst is not None else []
-    verify_each = inst.verify_each_from_args(args) if inst is not None else True
-    pm = PassManager(parse_pipeline(args.passes), instruments=instruments, verify_each=verify_each)
-    return pm.run(module)
 
 
 def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
@@ -93,11 +55,12 @@ def run(args) -> int:
     from gir.printer import print_module
     from gir.verifier import verify_module
 
+    from gir.cli.pipeline import lower
+
     sizes = parse_sizes(args.sizes)
     if args.target == "mlu":
         return _run_mlu(args, sizes)
-    module = lower(load_verified(args.file), args.target, sizes)
-    module = run_passes(module, args)
+    module = lower(load_verified(args.file), args.target, sizes, args, args.file)
     verify_module(module)
     check_kernels(module, args.target, sizes, args)
     kernels = emit_module(module, args.target, sizes, {"index_type": args.index_type})

@@ -10,7 +10,11 @@ def register(sub) -> None:
                                    "plugins) with its options (name: type = default), one-line help and the "
                                    "distribution it comes from. Name passes to see their full help.")
     p.add_argument("names", nargs="*", metavar="NAME", help="show the full help of these passes")
-    p.add_argument("--default", action="store_true", help="print the default pipeline text and exit")
+    p.add_argument("--default", action="store_true",
+                   help="print the default pipeline and exit: that of `gir opt`, or with --target that of "
+                        "`gir compile --target T`")
+    p.add_argument("--target", choices=["cuda", "hip", "sim"], help="with --default: the compile target")
+    p.add_argument("--sizes", metavar="M=4,N=7", help="with --default --target: the size hints of the pipeline")
     p.set_defaults(func=run)
 
 
@@ -19,6 +23,11 @@ def run(args) -> int:
     from passes.registry import registry
 
     reg = registry()
+    if args.default and args.target:
+        from gir.cli.common import parse_sizes
+        from passes.middle import default_pipeline_text
+        print(default_pipeline_text(args.target, parse_sizes(args.sizes)))
+        return 0
     if args.default:
         print(default_pipeline(reg))
         return 0

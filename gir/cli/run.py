@@ -31,16 +31,14 @@ def register(sub) -> None:
     p.add_argument("--no-check", action="store_true", help="skip the static checks of explicit files")
     p.add_argument("--reference", metavar="FILE", help="operator-layer file to compare an explicit program with")
     p.add_argument("--no-races", action="store_true", help="skip race detection on the simulator (faster)")
+    from gir.cli.pipeline import add_arguments
+    add_arguments(p, "run")
     p.set_defaults(func=run)
 
 
-def _lower(module: ir.Module, sizes) -> ir.Module:
-    try:
-        from passes.schedule import lower_module
-    except ImportError as exc:
-        raise GirError(f"the GPU scheduler (passes.schedule) is unavailable: {exc}",
-                       None, ["give an explicit-layer file instead"]) from None
-    return lower_module(module, target="sim", options={"sizes": sizes})
+def _lower(module: ir.Module, sizes, args) -> ir.Module:
+    from gir.cli.pipeline import lower
+    return lower(module, "sim", sizes, args, args.file)
 
 
 def run(args) -> int:
@@ -57,7 +55,7 @@ def run(args) -> int:
     if not func.is_explicit:
         reference = func
         if target.family == "gpu":  # the MLU runner schedules operator-layer functions itself
-            func = _lower(ir.Module((func,)), sizes).func(func.name)
+            func = _lower(ir.Module((func,)), sizes, args).func(func.name)
     elif args.reference:
         ref_module = load_verified(args.reference)
         reference = pick_func(ref_module, args.func_name or func.name if len(ref_module.funcs) > 1 else None,

@@ -103,3 +103,29 @@ def value(model: dict, term: z3.ArithRef) -> int | None:
     subs = [(z3.Int(k), z3.IntVal(v)) for k, v in model.items()]
     r = z3.simplify(z3.substitute(term, *subs)) if subs else z3.simplify(term)
     return r.as_long() if z3.is_int_value(r) else None
+
+
+def optimize_choices(costs: dict[str, dict[str, float]],
+                     capacities: list[tuple[dict[tuple[str, str], float], float]]) -> dict[str, str]:
+    """Pick one option per item minimising the total cost under linear capacity limits (z3 Optimize).
+
+    `costs[item][option]` lists the allowed options of each item with their cost; each capacity is
+    ({(item, option): weight}, limit): the weights of the chosen options must sum to at most the limit."""
+    opt = z3.Optimize()
+    opt.set("timeout", TIMEOUT_MS)
+    pick = {(i, o): z3.Bool(f"pick[{i}][{o}]") for i, opts in costs.items() for o in opts}
+    for i, opts in costs.items():
+        opt.add(z3.PbEq([(pick[i, o], 1) for o in opts], 1))
+    scale = 1000  # costs and weights become integers (z3's Optimize is exact on integers)
+    for weights, limit in capacities:
+        terms = [z3.If(pick[k], z3.IntVal(int(round(w * scale))), z3.IntVal(0)) for k, w in weights.items() if k in pick]
+        if terms:
+            opt.add(z3.Sum(terms) <= int(limit * scale))
+    total = z3.Sum([z3.If(pick[i, o], z3.IntVal(int(round(c * scale))), z3.IntVal(0))
+                    for i, opts in costs.items() for o, c in opts.items()]) if pick else z3.IntVal(0)
+    opt.minimize(total)
+    if opt.check() != z3.sat:
+        raise ValueError("no choice satisfies the capacities")
+    model = opt.model()
+    return {i: next(o for o in opts if z3.is_true(model.eval(pick[i, o], model_completion=True)))
+            for i, opts in costs.items()}

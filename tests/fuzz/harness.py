@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LOCATED = re.compile(r"^[^:]+:\d+:\d+: (error|warning)")
+REMARK = re.compile(r"^[^:]+:\d+:\d+: remark: ")
 
 # Messages that may have no file:line:col: they are about the command line or the environment,
 # not about a place in the GIR file.
@@ -97,10 +98,11 @@ def invoke(argv: list[str], out_dir: Path | None = None, timeout: float = 0) -> 
         return o
     if PY_WARNING.search(o.stderr):
         o.problems.append("python warning on stderr: " + PY_WARNING.search(o.stderr).group())
-    if o.status == 1 and argv[0] == "run" and not o.stderr.strip() and " FAIL" in o.stdout:
+    stderr = _without_remarks(o.stderr)
+    if o.status == 1 and argv[0] == "run" and not stderr.strip() and " FAIL" in o.stdout:
         return o  # `gir run`: a numeric mismatch against the reference (the table says FAIL): exit 1
     if o.status != 0:
-        first = o.stderr.splitlines()[0] if o.stderr.strip() else ""
+        first = stderr.splitlines()[0] if stderr.strip() else ""
         if not (LOCATED.match(first) or any(p.match(first) for p in LOCATIONLESS)):
             o.problems.append(f"unlocated diagnostic: {first!r}")
         new = _listing(out_dir) - before
@@ -116,3 +118,17 @@ def _listing(d: Path | None) -> set[str]:
     if d is None or not d.exists():
         return set()
     return {str(p.relative_to(d)) for p in d.rglob("*")}
+
+
+def _without_remarks(text: str) -> str:
+    """stderr without optimisation remarks (a remark line, its source line, caret and notes)."""
+    out, skipping = [], False
+    for line in text.splitlines():
+        if REMARK.match(line):
+            skipping = True
+            continue
+        if skipping and line.startswith("  "):
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out)

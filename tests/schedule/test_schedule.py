@@ -119,11 +119,14 @@ def test_unknown_target_is_a_gir_error():
         lower_module(parse_file("samples/softmax.gir"), "mlu")
 
 
-def test_schedule_pass_is_a_module_pass():
+def test_schedule_pass_turns_the_idfg_into_kernels():
     from passes.base import PassContext, check_pass_class
-    from passes.schedule.pass_ import Schedule
+    from passes.manager import PassManager
+    from passes.middle.search.schedule import Schedule
     check_pass_class(Schedule, "test")
+    assert (Schedule.consumes, Schedule.produces) == ("idfg", "gir")
     ctx = PassContext()
-    out = Schedule(target="sim", sizes=("M=8", "N=100")).apply(ctx, parse_file("samples/rmsnorm.gir"))
+    pm = PassManager('naive-lower,fuse,forward-stores,dead-stores,schedule{target=sim sizes="M=8","N=100"}')
+    out = pm.run(parse_file("samples/rmsnorm.gir"), ctx)
     verify_module(out)
     assert ctx.statistics["schedule.kernels"] == 1

@@ -1,0 +1,49 @@
+"""The optimising middle: the function's instruction-level dataflow graph (IDFG) and the passes over it.
+
+    naive-lower      operator layer -> IDFG of the op-by-op program        (lowering.py, naive.py)
+    fuse             merge loop nests whose dependences stay within a team  (fuse.py, axes.py, relations.py)
+    forward-stores   in-group reads served on chip                          (forward.py)
+    dead-stores      @global writes nobody reads removed                    (forward.py)
+    load-cse         one load per element and team point                    (loadcse.py)
+    promote          memory level per kept value, z3 Optimize               (promote.py)
+    schedule         the search: decision records, recipes, cost, checks   (search/)
+
+`default_pipeline(target, sizes)` is the text `gir compile` runs; `lower_module` runs it from Python.
+"""
+from __future__ import annotations
+
+from gir import ir
+
+def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = None, machine: str = "",
+                          check: bool = True) -> str:
+    """The default compile pipeline of a GPU target, as text (`gir passes --default --target T`)."""
+    from passes.middle.forward import DeadStores, ForwardStores
+    from passes.middle.fuse import Fuse
+    from passes.middle.loadcse import LoadCSE
+    from passes.middle.lowering import NaiveLower
+    from passes.middle.promote import Promote
+    from passes.middle.search.schedule import Schedule
+    from passes.pipeline import PassPipeline
+    hints = tuple(f"{k}={v}" for k, v in (sizes or {}).items())
+    passes = (NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
+              Promote(target=target, machine=machine, sizes=hints),
+              Schedule(target=target, sizes=hints, machine=machine, check=check))
+    return str(PassPipeline(passes))
+
+
+def lower_module(module: ir.Module, target: str = "cuda", options: dict | None = None, ctx=None) -> ir.Module:
+    """Every operator-layer function through the default pipeline; explicit functions pass through."""
+    return run_default(module, target, options, ctx)[0]
+
+
+def run_default(module: ir.Module, target: str = "cuda", options: dict | None = None, ctx=None):
+    """(explicit module, PassContext) after the default pipeline."""
+    from passes.base import PassContext
+    from passes.manager import PassManager
+    opts = dict(options or {})
+    if all(f.is_explicit for f in module.funcs):
+        return module, ctx or PassContext(target=target)
+    text = default_pipeline_text(target, opts.get("sizes"), opts.get("machine") or "", opts.get("check", True))
+    ctx = ctx or PassContext(target=target)
+    ctx.options.update({k: v for k, v in opts.items() if k not in ("sizes", "machine", "check")})
+    return PassManager(text, verify_each=False).run(module, ctx), ctx

@@ -1,0 +1,199 @@
+"""`fuse`: merge loop nests under a common parallel mapping when every dependence inside the group stays within
+one team.
+
+Statements are visited in program order; each tries to join the latest group it reads from (a statement that
+reads no group joins the current group only as a *sibling*: it shares an input with it and keeps its teams).
+A candidate group gets canonical axes (axes.py) and team axes:
+
+- the team axes are the output axes common to every statement that is read inside the group or is
+  element-wise (`core`); a reduction whose result nobody in the group reads (a leaf) either keeps them, or
+  narrows them to the ones it keeps, or - when it keeps none of them - becomes a *cross-team* reduction: every
+  team contributes a partial and a combine step finishes it (layer-norm backward's dgamma/dbeta, a loss);
+- reductions over any axes, broadcasts over any axes and permuted reads are covered by this rule; a group is
+  whatever the dependences allow, checked exactly with isl (`relations.check_group`: dep ⊆ same-team).
+
+Every decision is a remark: `passed` for each fused group, `missed` (with the reason, at the statement) for
+each dependence that stays between kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gir import ir
+from gir.walk import reductions_preorder
+from passes.base import GraphPass, PassContext
+from passes.middle import relations as rel
+from passes.middle.axes import AxisConflict, canonical_axes
+from passes.middle.graph import FuncGraph, Group
+
+
+@dataclass(frozen=True)
+class Fuse(GraphPass):
+    """Fuse statements into kernels whose dependences stay within one team (isl-checked).
+
+    max_stmts bounds the statements of one group (0: no bound)."""
+    name: ClassVar[str] = "fuse"
+    max_stmts: int = 0
+
+    def apply(self, ctx: PassContext, graph):
+        for fg in graph.graphs():
+            fuse_func(fg, ctx, self.max_stmts)
+        return graph
+
+
+class _NoJoin(Exception):
+    def __init__(self, reason: str, loc=None):
+        super().__init__(reason)
+        self.reason, self.loc = reason, loc
+
+
+def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0) -> None:
+    groups: list[list[int]] = []
+    built: list[Group] = []
+    for s in g.stmts:
+        target = _target_group(g, groups, s.id)
+        joined = None
+        if target is not None and (not max_stmts or len(groups[target]) < max_stmts):
+            try:
+                joined = try_join(g, groups[target], s.id, built[target].team)
+            except _NoJoin as exc:
+                if ctx is not None and _reads_from(g, groups[target], s.id):
+                    ctx.remark("fuse", "missed", f"'{s.target}' is not fused with "
+                               f"{_names(g, groups[target])}: {exc.reason}; the values it reads from them go "
+                               "through global memory", exc.loc or s.loc)
+        if joined is not None:
+            groups[target].append(s.id)
+            built[target] = joined
+        else:
+            groups.append([s.id])
+            built.append(_singleton(g, s.id))
+    for k, grp in enumerate(built):
+        grp.id = k
+    g.groups = built
+    if ctx is not None:
+        for grp in built:
+            if len(grp.stmts) > 1:
+                ctx.remark("fuse", "passed", _describe(g, grp), g.stmts[grp.stmts[0]].loc)
+    for grp in built:  # the groups are legal by construction; isl confirms it
+        problems = rel.check_group(g, grp)
+        if problems:
+            raise AssertionError(f"fuse built an illegal group {grp.stmts}: {problems}")
+
+
+def _singleton(g: FuncGraph, s: int) -> Group:
+    from passes.middle.naive import singleton_group
+    return singleton_group(g, s)
+
+
+def _target_group(g: FuncGraph, groups: list[list[int]], s: int) -> int | None:
+    """The latest group `s` reads from, else the current (last) group."""
+    producers = {g.nodes[d.src].stmt for d in g.deps_into(s)}
+    for k in range(len(groups) - 1, -1, -1):
+        if producers & set(groups[k]):
+            return k
+    return len(groups) - 1 if groups else None
+
+
+def _reads_from(g: FuncGraph, members: list[int], s: int) -> bool:
+    return any(g.nodes[d.src].stmt in members for d in g.deps_into(s))
+
+
+def _names(g: FuncGraph, members: list[int]) -> str:
+    names = [f"'{g.stmts[m].target}'" for m in members]
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def try_join(g: FuncGraph, members: list[int], s: int, old_team: tuple[str, ...]) -> Group:
+    """The group `members + [s]`, or _NoJoin with the reason."""
+    stmts = members + [s]
+    dependent = _reads_from(g, members, s)
+    if not dependent and not _shares_input(g, members, s):
+        raise _NoJoin("it reads nothing the group reads or writes")
+    try:
+        ax = canonical_axes(g, stmts)
+    except AxisConflict as exc:
+        raise _NoJoin(str(exc), exc.loc) from None
+    team, cross = choose_team(g, stmts, ax.varmap)
+    if old_team and not team:
+        raise _NoJoin("no team axis would be left (the whole group would run as one team)")
+    if not dependent and set(team) != set(old_team):
+        raise _NoJoin("it is independent of the group and would change its teams")
+    order = [a for a in ax.axes if a in team]
+    grp = Group(-1, stmts, ax.axes, ax.varmap, tuple(order), cross)
+    for c in cross:
+        _check_cross(g, grp, c)
+    for d in g.deps:
+        if g.nodes[d.src].stmt in cross and g.nodes[d.dst].stmt in stmts:
+            raise _NoJoin(f"it reads '{g.stmts[g.nodes[d.src].stmt].target}', a reduction across teams that is "
+                          "only complete after the group", g.nodes[d.dst].ref.loc)
+    problems = rel.check_group(g, grp)
+    if problems:
+        raise _NoJoin(problems[0])
+    return grp
+
+
+def _shares_input(g: FuncGraph, members: list[int], s: int) -> bool:
+    mine = {n.tensor for n in g.loads(s)}
+    theirs = {n.tensor for m in members for n in g.loads(m)}
+    return bool(mine & theirs)
+
+
+def choose_team(g: FuncGraph, stmts: list[int], varmap) -> tuple[set[str], set[int]]:
+    """Team axes and cross-team statements of a candidate group (see the module docstring)."""
+    members = set(stmts)
+    consumed = {s: any(c in members for c in g.consumers(s)) for s in stmts}
+    out_axes = {s: {varmap[s][v] for v in g.stmts[s].out_vars} for s in stmts}
+    core = [s for s in stmts if consumed[s] or not g.stmts[s].is_reduction]
+    basis = core or stmts
+    team = set.intersection(*(out_axes[s] for s in basis))
+    leaves = [s for s in stmts if s not in core]
+    changed = True
+    while changed:
+        changed = False
+        for r in leaves:
+            if team <= out_axes[r]:
+                continue
+            inter = team & out_axes[r]
+            if inter:
+                team, changed = inter, True
+    cross = {r for r in leaves if not team <= out_axes[r]}
+    for r in cross:
+        if not team <= set(varmap[r].values()):
+            raise _NoJoin(f"'{g.stmts[r].target}' does not range over the group's team axes")
+    return team, cross
+
+
+def _check_cross(g: FuncGraph, grp: Group, c: int) -> None:
+    """A cross-team statement: one reduction, binding every team variable; outside it only its own output
+    variables and tensors outside the group are read."""
+    s = g.stmts[c]
+    reds = reductions_preorder(s.value)
+    if len(reds) != 1:
+        raise _NoJoin(f"'{s.target}' would reduce across teams with {len(reds)} reductions (one is supported)",
+                      s.loc)
+    tv = set(grp.team_vars(c))
+    if not tv <= set(s.reduce_vars.get(0, ())):
+        raise _NoJoin(f"'{s.target}' reduces across teams but not inside its reduction", s.loc)
+    inside = {id(x) for x in _refs(reds[0].arg)}
+    for x in _refs(s.value):
+        if id(x) not in inside and x.name in {g.stmts[m].target for m in grp.stmts}:
+            raise _NoJoin(f"'{s.target}' reads '{x.name}' outside its cross-team reduction", x.loc)
+
+
+def _refs(e) -> list[ir.Ref]:
+    from passes.builtin.exprs import refs
+    return refs(e)
+
+
+def _describe(g: FuncGraph, grp: Group) -> str:
+    names = _names(g, grp.stmts)
+    team = ", ".join(grp.team) if grp.team else "one team"
+    inner = [a for a in grp.axes if a not in grp.team]
+    text = f"fused {names} into one kernel: teams over ({team})"
+    if inner:
+        text += f", within a team over ({', '.join(inner)})"
+    if grp.cross:
+        text += "; " + ", ".join(f"'{g.stmts[c].target}'" for c in sorted(grp.cross)) + \
+            " reduced across teams (a partial per team, then a combine)"
+    return text
