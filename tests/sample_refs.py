@@ -201,6 +201,59 @@ def l2_normalize(x):
 
 # ---------------------------------------------------------------- sizes
 
+# -------------------------------------------------- generality: any axis, broadcasts, cross-team reductions
+def _softmax_axis(z: np.ndarray, axis: int) -> np.ndarray:
+    m = z.max(axis=axis, keepdims=True)
+    e = np.exp(z - m)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_axis0(x):
+    return {"y": _softmax_axis(_f(x), 0)}
+
+
+def softmax_mid(x):
+    return {"y": _softmax_axis(_f(x), 1)}
+
+
+def softmax_col(x):
+    return {"y": _softmax_axis(_f(x), 0)}
+
+
+def layernorm_bwd(x, dy, gamma, mu, rstd):
+    """Backward of y = (x - mu) * rstd * gamma + beta over the last axis (mu, rstd saved by the forward):
+    dgamma = sum_rows dy * xhat, dbeta = sum_rows dy, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+    g = dy * gamma."""
+    x, dy, gamma = _f(x), _f(dy), _f(gamma)
+    mu, rstd = _f(mu)[:, None], _f(rstd)[:, None]
+    xhat = (x - mu) * rstd
+    g = dy * gamma[None, :]
+    dx = rstd * (g - g.mean(axis=1, keepdims=True) - xhat * (g * xhat).mean(axis=1, keepdims=True))
+    return {"dx": dx, "dgamma": (dy * xhat).sum(axis=0), "dbeta": dy.sum(axis=0)}
+
+
+def rope(x, cs, sn):
+    """Rotate every pair (x0, x1) by the angle whose cosine/sine are cs/sn[s, k]."""
+    x = _f(x)
+    c, s = _f(cs)[None, :, None, :], _f(sn)[None, :, None, :]
+    x0, x1 = x[..., 0], x[..., 1]
+    return {"y": np.stack([x0 * c - x1 * s, x1 * c + x0 * s], axis=-1)}
+
+
+def broadcast_scale(x, w):
+    return {"y": _f(x) * _f(w)[None, None, :, :]}
+
+
+def channel_stats(x):
+    x = _f(x)
+    mean = x.mean(axis=(0, 2, 3))
+    return {"mean": mean, "var": ((x - mean[None, :, None, None]) ** 2).mean(axis=(0, 2, 3))}
+
+
+def group_norm_affine(x, gamma, beta):
+    return group_norm(x, gamma, beta)
+
+
 ROWS = [{"M": 7, "N": 1000}, {"M": 1, "N": 1025}, {"M": 3, "N": 1}, {"M": 33, "N": 17}, {"M": 1, "N": 1}]
 NORM = [{"M": 5, "N": 1024}, {"M": 1, "N": 1}, {"M": 13, "N": 769}, {"M": 2, "N": 3}]
 ELEMENTWISE = [{"M": 8, "N": 1000}, {"M": 1, "N": 1}, {"M": 3, "N": 4097}, {"M": 31, "N": 7}]
@@ -250,6 +303,21 @@ REFERENCES = {
     "onehot": (onehot, [{"M": 7, "C": 10}, {"M": 1, "C": 1}, {"M": 100, "C": 33}]),
     "mse_loss": (mse_loss, [{"M": 7, "N": 1000}, {"M": 1, "N": 1}, {"M": 33, "N": 31}]),
     "l2_normalize": (l2_normalize, ROWS),
+    "softmax_axis0": (softmax_axis0, [{"N": 7, "B": 3, "C": 33}, {"N": 1, "B": 1, "C": 1},
+                                      {"N": 97, "B": 2, "C": 7}, {"N": 33, "B": 1, "C": 97}]),
+    "softmax_mid": (softmax_mid, [{"B": 3, "N": 7, "C": 33}, {"B": 1, "N": 1, "C": 1},
+                                  {"B": 2, "N": 97, "C": 7}, {"B": 1, "N": 33, "C": 97}]),
+    "softmax_col": (softmax_col, [{"N": 7, "C": 33}, {"N": 1, "C": 1}, {"N": 97, "C": 7}, {"N": 33, "C": 97}]),
+    "layernorm_bwd": (layernorm_bwd, [{"M": 7, "N": 33}, {"M": 1, "N": 1}, {"M": 97, "N": 7},
+                                      {"M": 33, "N": 97}]),
+    "rope": (rope, [{"B": 1, "S": 7, "H": 3, "K": 33}, {"B": 1, "S": 1, "H": 1, "K": 1},
+                    {"B": 2, "S": 33, "H": 1, "K": 7}, {"B": 1, "S": 97, "H": 2, "K": 97}]),
+    "broadcast_scale": (broadcast_scale, [{"A": 7, "B": 3, "C": 33, "D": 7}, {"A": 1, "B": 1, "C": 1, "D": 1},
+                                          {"A": 2, "B": 97, "C": 1, "D": 33}, {"A": 1, "B": 1, "C": 7, "D": 97}]),
+    "channel_stats": (channel_stats, [{"N": 2, "C": 7, "H": 3, "W": 33}, {"N": 1, "C": 1, "H": 1, "W": 1},
+                                      {"N": 1, "C": 97, "H": 7, "W": 7}, {"N": 3, "C": 33, "H": 1, "W": 97}]),
+    "group_norm_affine": (group_norm_affine, [{"N": 2, "G": 3, "CG": 7, "HW": 33}, {"N": 1, "G": 1, "CG": 1, "HW": 1},
+                                              {"N": 1, "G": 7, "CG": 1, "HW": 97}, {"N": 2, "G": 1, "CG": 33, "HW": 7}]),
 }
 
 
@@ -267,7 +335,13 @@ def _probabilities(shape, sizes, rng):
     return (p / p.sum(axis=-1, keepdims=True)).astype(np.float32)
 
 
+def _positive(shape, sizes, rng):
+    """Reciprocal standard deviations: positive, as a forward pass saves them."""
+    return (rng.random(shape) + 0.5).astype(np.float32)
+
+
 INPUT_MAKERS = {
+    "layernorm_bwd": {"rstd": _positive},
     "soft_cross_entropy": {"t": _probabilities},
     "cross_entropy": {"target": _class_indices},
     "onehot": {"label": _labels},

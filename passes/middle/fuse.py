@@ -1,8 +1,9 @@
 """`fuse`: merge loop nests under a common parallel mapping when every dependence inside the group stays within
 one team.
 
-Statements are visited in program order; each tries to join the latest group it reads from (a statement that
-reads no group joins the current group only as a *sibling*: it shares an input with it and keeps its teams).
+Statements are visited in program order; each tries to join all the groups it reads from at once (with the
+groups between them: their kernels merge), then the latest one alone; a statement that reads no group joins
+the current group only as a *sibling* (it shares an input with it and keeps its teams).
 A candidate group gets canonical axes (axes.py) and team axes:
 
 - the team axes are the output axes common to every statement that is read inside the group or is
@@ -32,13 +33,15 @@ from passes.middle.graph import FuncGraph, Group
 class Fuse(GraphPass):
     """Fuse statements into kernels whose dependences stay within one team (isl-checked).
 
-    max_stmts bounds the statements of one group (0: no bound)."""
+    max_stmts bounds the statements of one group (0: no bound); max_depth bounds how many element-wise
+    statements one recomputed value chains (kernels evaluate such chains as one expression)."""
     name: ClassVar[str] = "fuse"
     max_stmts: int = 0
+    max_depth: int = 48
 
     def apply(self, ctx: PassContext, graph):
         for fg in graph.graphs():
-            fuse_func(fg, ctx, self.max_stmts)
+            fuse_func(fg, ctx, self.max_stmts, self.max_depth)
         return graph
 
 
@@ -48,26 +51,44 @@ class _NoJoin(Exception):
         self.reason, self.loc = reason, loc
 
 
-def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0) -> None:
+def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0, max_depth: int = 48) -> None:
     groups: list[list[int]] = []
     built: list[Group] = []
+    depth: dict[int, int] = {}  # statement -> length of the chain of element-wise statements it recomputes
     for s in g.stmts:
-        target = _target_group(g, groups, s.id)
         joined = None
-        if target is not None and (not max_stmts or len(groups[target]) < max_stmts):
+        for lo, hi in _targets(g, groups, s.id):
+            members = [m for k in range(lo, hi + 1) for m in groups[k]]
+            if max_stmts and len(members) >= max_stmts:
+                continue
+            d = 1 + max([depth[p] for p in _producers(g, s.id) if p in members and not g.stmts[p].is_reduction],
+                        default=0)
+            if max_depth and d > max_depth:
+                if ctx is not None:
+                    ctx.remark("fuse", "missed", f"'{s.target}' is not fused with {_names(g, members)}: it would "
+                               f"recompute a chain of {d} element-wise statements (at most {max_depth}: fuse "
+                               "option max_depth); its inputs go through global memory", s.loc)
+                continue
             try:
-                joined = try_join(g, groups[target], s.id, built[target].team)
+                old = built[hi] if lo == hi else None
+                joined = (lo, hi, try_join(g, members, s.id, old.team if old else (), old))
+                break
             except _NoJoin as exc:
-                if ctx is not None and _reads_from(g, groups[target], s.id):
-                    ctx.remark("fuse", "missed", f"'{s.target}' is not fused with "
-                               f"{_names(g, groups[target])}: {exc.reason}; the values it reads from them go "
-                               "through global memory", exc.loc or s.loc)
+                if ctx is not None and lo == hi and _reads_from(g, members, s.id):
+                    ctx.remark("fuse", "missed", f"'{s.target}' is not fused with {_names(g, members)}: "
+                               f"{exc.reason}; the values it reads from them go through global memory",
+                               exc.loc or s.loc)
         if joined is not None:
-            groups[target].append(s.id)
-            built[target] = joined
+            lo, hi, grp = joined
+            depth[s.id] = 1 + max([depth[p] for p in _producers(g, s.id) if p in grp.stmts
+                                   and not g.stmts[p].is_reduction], default=0)
+            members = [m for k in range(lo, hi + 1) for m in groups[k]] + [s.id]
+            groups[lo:hi + 1] = [members]
+            built[lo:hi + 1] = [grp]
         else:
             groups.append([s.id])
             built.append(_singleton(g, s.id))
+            depth[s.id] = 1
     for k, grp in enumerate(built):
         grp.id = k
     g.groups = built
@@ -81,18 +102,25 @@ def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0) 
             raise AssertionError(f"fuse built an illegal group {grp.stmts}: {problems}")
 
 
+def _producers(g: FuncGraph, s: int) -> set[int]:
+    return {g.nodes[d.src].stmt for d in g.deps_into(s)}
+
+
+def _targets(g: FuncGraph, groups: list[list[int]], s: int) -> list[tuple[int, int]]:
+    """Ranges of groups `s` may join, best first: every group from the first one it reads to the last one it
+    reads (merged into one), then the last one it reads alone; a statement that reads no group may join the
+    last group as a sibling."""
+    producers = {g.nodes[d.src].stmt for d in g.deps_into(s)}
+    reads = [k for k, grp in enumerate(groups) if producers & set(grp)]
+    if not reads:
+        return [(len(groups) - 1, len(groups) - 1)] if groups else []
+    out = [(reads[0], reads[-1])] if reads[0] != reads[-1] else []
+    return out + [(reads[-1], reads[-1])]
+
+
 def _singleton(g: FuncGraph, s: int) -> Group:
     from passes.middle.naive import singleton_group
     return singleton_group(g, s)
-
-
-def _target_group(g: FuncGraph, groups: list[list[int]], s: int) -> int | None:
-    """The latest group `s` reads from, else the current (last) group."""
-    producers = {g.nodes[d.src].stmt for d in g.deps_into(s)}
-    for k in range(len(groups) - 1, -1, -1):
-        if producers & set(groups[k]):
-            return k
-    return len(groups) - 1 if groups else None
 
 
 def _reads_from(g: FuncGraph, members: list[int], s: int) -> bool:
@@ -104,9 +132,11 @@ def _names(g: FuncGraph, members: list[int]) -> str:
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
-def try_join(g: FuncGraph, members: list[int], s: int, old_team: tuple[str, ...]) -> Group:
-    """The group `members + [s]`, or _NoJoin with the reason."""
-    stmts = members + [s]
+def try_join(g: FuncGraph, members: list[int], s: int, old_team: tuple[str, ...], old: Group | None = None
+             ) -> Group:
+    """The group `members + [s]`, or _NoJoin with the reason. With `old` (the legal group of `members`), only
+    the new statement's dependences are checked again when the teams stay the same."""
+    stmts = sorted(members) + [s]
     dependent = _reads_from(g, members, s)
     if not dependent and not _shares_input(g, members, s):
         raise _NoJoin("it reads nothing the group reads or writes")
@@ -127,10 +157,18 @@ def try_join(g: FuncGraph, members: list[int], s: int, old_team: tuple[str, ...]
         if g.nodes[d.src].stmt in cross and g.nodes[d.dst].stmt in stmts:
             raise _NoJoin(f"it reads '{g.stmts[g.nodes[d.src].stmt].target}', a reduction across teams that is "
                           "only complete after the group", g.nodes[d.dst].ref.loc)
-    problems = rel.check_group(g, grp)
+    same = old is not None and _same_teams(old, grp)
+    problems = rel.check_group(g, grp, {s} if same else None)
     if problems:
         raise _NoJoin(problems[0])
     return grp
+
+
+def _same_teams(old: Group, new: Group) -> bool:
+    """Whether every member of `old` keeps its team variables and cross status in `new`."""
+    if old.cross != new.cross - (set(new.stmts) - set(old.stmts)):
+        return False
+    return all(old.team_vars(m) == new.team_vars(m) for m in old.stmts)
 
 
 def _shares_input(g: FuncGraph, members: list[int], s: int) -> bool:

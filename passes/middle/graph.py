@@ -156,13 +156,22 @@ class FuncGraph:
         return self.func.name
 
     def producer(self, tensor: str) -> Stmt | None:
-        for s in self.stmts:
-            if s.target == tensor:
-                return s
-        return None
+        index = self.__dict__.get("_producers")
+        if index is None or index[0] != len(self.stmts):
+            index = (len(self.stmts), {s.target: s for s in self.stmts})
+            self._producers = index
+        return index[1].get(tensor)
 
     def stmt_nodes(self, stmt: int, kind: str | None = None) -> list[Node]:
-        return [n for n in self.nodes if n.stmt == stmt and (kind is None or n.kind == kind)]
+        index = self.__dict__.get("_by_stmt")
+        if index is None or index[0] != len(self.nodes):
+            by: dict[int, list[Node]] = {}
+            for n in self.nodes:
+                by.setdefault(n.stmt, []).append(n)
+            index = (len(self.nodes), by)
+            self._by_stmt = index
+        nodes = index[1].get(stmt, [])
+        return nodes if kind is None else [n for n in nodes if n.kind == kind]
 
     def loads(self, stmt: int) -> list[Node]:
         return self.stmt_nodes(stmt, "load")
@@ -170,13 +179,23 @@ class FuncGraph:
     def store(self, stmt: int) -> Node:
         return self.stmt_nodes(stmt, "store")[0]
 
+    def _dep_index(self):
+        index = self.__dict__.get("_deps_by")
+        if index is None or index[0] != (len(self.deps), len(self.nodes)):
+            into: dict[int, list[Dep]] = {}
+            frm: dict[int, list[Dep]] = {}
+            for d in self.deps:
+                into.setdefault(self.nodes[d.dst].stmt, []).append(d)
+                frm.setdefault(self.nodes[d.src].stmt, []).append(d)
+            index = ((len(self.deps), len(self.nodes)), into, frm)
+            self._deps_by = index
+        return index
+
     def deps_into(self, stmt: int) -> list[Dep]:
-        ids = {n.id for n in self.loads(stmt)}
-        return [d for d in self.deps if d.dst in ids]
+        return list(self._dep_index()[1].get(stmt, []))
 
     def deps_from(self, stmt: int) -> list[Dep]:
-        sid = self.store(stmt).id
-        return [d for d in self.deps if d.src == sid]
+        return list(self._dep_index()[2].get(stmt, []))
 
     def consumers(self, stmt: int) -> list[int]:
         out: list[int] = []
@@ -194,8 +213,7 @@ class FuncGraph:
 
     def deps_within(self, group: Group) -> list[Dep]:
         members = set(group.stmts)
-        return [d for d in self.deps
-                if self.nodes[d.src].stmt in members and self.nodes[d.dst].stmt in members]
+        return [d for s in group.stmts for d in self.deps_into(s) if self.nodes[d.src].stmt in members]
 
     def value_loads(self, stmt: int) -> dict[int, Node]:
         """Preorder position of each tensor reference in the statement's value -> its load node."""
@@ -208,7 +226,11 @@ class FuncGraph:
         from passes.middle.naive import rebuild_stmt_nodes
         s = self.stmts[stmt]
         s.value = value
+        self.__dict__.pop("_by_stmt", None)
+        self.__dict__.pop("_deps_by", None)
         rebuild_stmt_nodes(self, s)
+        self.__dict__.pop("_by_stmt", None)
+        self.__dict__.pop("_deps_by", None)
 
     # ------------------------------------------------------------------ printing
     def to_text(self) -> str:

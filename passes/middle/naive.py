@@ -101,6 +101,8 @@ def rebuild_stmt_nodes(g: FuncGraph, s: Stmt) -> None:
     keep = [n for n in g.nodes if n.id not in old]
     remap: dict[int, int] = {}
     g.nodes = []
+    g.__dict__.pop("_by_stmt", None)
+    g.__dict__.pop("_deps_by", None)
     for n in keep:
         remap[n.id] = len(g.nodes)
         n.id = len(g.nodes)
@@ -112,6 +114,8 @@ def rebuild_stmt_nodes(g: FuncGraph, s: Stmt) -> None:
         d.src, d.dst = remap[d.src], remap[d.dst]
     forwarded = {n.tensor for n in keep if n.kind == "load" and n.forwarded}
     group = g.group_of(s.id)
+    g.__dict__.pop("_by_stmt", None)
+    g.__dict__.pop("_deps_by", None)
     for ref, scope in load_scopes(s):
         prod = g.producer(ref.name)
         fwd = prod is not None and prod.id in group.stmts and (ref.name in forwarded or g.store(prod.id).removed)

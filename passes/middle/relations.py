@@ -54,7 +54,12 @@ def team_map(graph, group, stmt: int, vars_: tuple[str, ...]):
     tv = group.team_vars(stmt)
     if any(v not in vars_ for v in tv):
         return None
-    return ih.make_map(graph.params, space(stmt), list(vars_), "Team", tv, [], _bounds(graph, stmt, vars_))
+    cache = graph.__dict__.setdefault("_team_maps", {})
+    key = (stmt, tuple(vars_), tuple(tv), tuple(str(graph.stmts[stmt].ranges[v]) for v in vars_))
+    if key not in cache:
+        cache[key] = ih.make_map(graph.params, space(stmt), list(vars_), "Team", tv, [],
+                                 _bounds(graph, stmt, vars_))
+    return cache[key]
 
 
 def same_team(graph, group, dep) -> bool:
@@ -69,8 +74,9 @@ def same_team(graph, group, dep) -> bool:
     return dep.relation.is_subset(ta.apply_range(tb.reverse()))
 
 
-def check_group(graph, group) -> list[str]:
-    """Problems that make the group illegal (empty when it is legal)."""
+def check_group(graph, group, only: set[int] | None = None) -> list[str]:
+    """Problems that make the group illegal (empty when it is legal); `only`: check just the dependences into
+    these statements (the rest of the group is known to be legal under the same teams)."""
     problems = []
     members = set(group.stmts)
     for s in group.stmts:
@@ -90,14 +96,15 @@ def check_group(graph, group) -> list[str]:
                             "cross-team reduction")
     if problems:
         return problems
-    for d in graph.deps_within(group):
+    deps = graph.deps_within(group) if only is None else \
+        [d for s in only for d in graph.deps_into(s) if graph.nodes[d.src].stmt in members]
+    for d in deps:
         src, dst = graph.nodes[d.src], graph.nodes[d.dst]
         if src.stmt in group.cross:
             problems.append(f"'{d.tensor}' is read inside its group before its cross-team reduction is combined")
         elif not same_team(graph, group, d):
             problems.append(f"the dependence of S{dst.stmt} on '{d.tensor}' (S{src.stmt}) crosses teams: "
                             f"{d.relation}")
-    del members
     return problems
 
 

@@ -91,8 +91,11 @@ def test_reduction_strategy_depends_on_row_length():
     assert short.strategy == "row-warp"
     assert long.strategy == "row-block" and long.config.cached > 0
     assert huge.config.cached == 0  # does not fit in registers: re-read per phase
-    assert _strategy("col_sum", {"M": 4096, "N": 4096}).strategy == "thread-serial"
-    assert _strategy("reduce_mid", {}).strategy == "thread-serial"
+    # reductions over a non-contiguous axis: column tiles, lanes along the kept (contiguous) axis
+    col = _strategy("col_sum", {"M": 4096, "N": 4096})
+    assert col.strategy == "column-tiles" and col.decision.lanes == "j" and col.decision.warps == "i"
+    mid = _strategy("reduce_mid", {})
+    assert mid.strategy == "column-tiles" and mid.decision.lanes == "d"
 
 
 def test_layernorm_uses_persistent_blocks_for_gamma_reuse():

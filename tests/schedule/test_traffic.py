@@ -1,4 +1,4 @@
-"""Issue requirement: for every sample at ~16M elements (M = N = 4096 for 2-D samples, fp32 unless the
+"""Issue requirement: for every sample at ~16M elements (the generality programs at >= 4M, goal 1.10x) (M = N = 4096 for 2-D samples, fp32 unless the
 sample says otherwise) the simulator's counted global bytes (32-byte sectors) are ≤ 1.05x the compulsory
 bytes (every input read once, every output written once: passes.analysis.traffic.compulsory_bytes).
 
@@ -35,7 +35,19 @@ SIZES = {
     "scaled_causal_softmax": {"B": 2, "H": 2, "S": 2048},
     "permute0213": {"B": 16, "S": 512, "H": 16, "D": 128},
     "reduce_mid": {"B": 16, "S": 1024, "D": 1024},
+    # the generality programs (issue: <= 1.10x at >= 4M elements)
+    "softmax_axis0": {"N": 256, "B": 16, "C": 1024},
+    "softmax_mid": {"B": 16, "N": 256, "C": 1024},
+    "layernorm_bwd": {"M": 4096, "N": 1024},
+    "rope": {"B": 2, "S": 512, "H": 32, "K": 64},
+    "broadcast_scale": {"A": 64, "B": 64, "C": 32, "D": 32},
+    "channel_stats": {"N": 16, "C": 512, "H": 32, "W": 32},
+    "group_norm_affine": {"N": 16, "G": 32, "CG": 8, "HW": 1024},
 }
+# programs written to test the class a schedule belongs to (any axis, broadcasts, cross-team reductions)
+GENERALITY = {"softmax_axis0", "softmax_mid", "softmax_col", "layernorm_bwd", "rope", "broadcast_scale",
+              "channel_stats", "group_norm_affine"}
+GENERALITY_GOAL = 1.10
 XFAIL: dict[str, str] = {}   # none left (group_norm, layernorm_768, onehot fixed)
 GOAL = 1.05
 ROWS: dict[str, tuple] = {}
@@ -58,7 +70,8 @@ def test_global_bytes_within_goal_of_compulsory(name):
     ratio = st.global_bytes / (read + written)
     ROWS[name] = (sizes, st.global_read_bytes, read, st.global_write_bytes, written, ratio, len(low.kernels))
     print(_row(name, ROWS[name]))
-    assert ratio <= GOAL, f"{name}: {ratio:.3f}x compulsory"
+    goal = GENERALITY_GOAL if name in GENERALITY else GOAL
+    assert ratio <= goal, f"{name}: {ratio:.3f}x compulsory"
 
 
 def _row(name, r) -> str:

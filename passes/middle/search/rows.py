@@ -54,6 +54,7 @@ def row_groups(g, stmts: list, team: set[str] | None, varmap) -> list[Group]:
                 else:
                     if not any(x.R == grp.R for x in out):
                         out.append(grp)
+    out = [grp for grp in out if len(grp.R) <= 3]  # the row kernel puts R on at most three grid dimensions
     if team is not None:  # R must be team axes of the fused group (the isl-proved partition)
         ok = []
         for grp in out:

@@ -122,6 +122,9 @@ def unit_candidates(g: FuncGraph, unit: Unit, target: str, m, hints, opts) -> li
         out += transpose.candidates(g, unit.stmts, m, hints)
         out += tiles.candidates(g, unit, m, hints)
     ref = reference.candidates(g, unit, m, hints)
+    comp = unit.compulsory(g, hints)
+    for c in out + ref:  # one measure of compulsory bytes for every recipe
+        c.compulsory = comp
     if opts.get("row_config") is not None and out and out[0].estimate == {}:
         return out + ref  # a forced configuration goes first
     return rank(out) + ref if out else ref
@@ -133,6 +136,8 @@ def schedule_func(g: FuncGraph, target: str, m, hints: dict[str, int], opts: dic
     for grp in g.groups:
         scored = []
         for variant in units_of(g, grp):
+            if variant[0].variant == "op-by-op" and scored and not any(_scalar(c) for c in scored[0][0]):
+                continue  # splitting a group op by op is only the fallback of one no tuned recipe maps
             cs = [_Choice(u, unit_candidates(g, u, target, m, hints, opts)) for u in variant]
             # a fused group left to the scalar reference kernel is the last resort, whatever its estimate
             seconds = sum(c.current.seconds * (REFERENCE_PENALTY if _scalar(c) else 1) for c in cs)
