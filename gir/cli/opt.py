@@ -15,6 +15,10 @@ def register(sub) -> None:
     p.add_argument("--passes", metavar="PIPELINE",
                    help="the pipeline to run (default: the default pipeline, see `gir passes --default`)")
     p.add_argument("-o", "--output", metavar="OUT", help="write the result to OUT (atomically) instead of stdout")
+    p.add_argument("--idfg", action="store_true",
+                   help="when the pipeline ends on the IDFG (e.g. 'naive-lower,fuse'), print the graph itself "
+                        "(statements, nodes with isl domains, dependence relations, groups, buffer levels) "
+                        "instead of the explicit GIR it stands for")
     from passes.instruments import add_arguments
 
     add_arguments(p)
@@ -25,7 +29,7 @@ def run(args) -> int:
     from gir.printer import print_module
     from passes.base import PassContext
     from passes.instruments import instruments_from_args, verify_each_from_args
-    from passes.manager import PassManager
+    from passes.manager import PassManager, as_module, ir_kind
     from passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
 
     pipeline = parse_pipeline(args.passes if args.passes is not None else DEFAULT_PIPELINE)
@@ -33,7 +37,10 @@ def run(args) -> int:
     module = load_verified(args.file)
     manager = PassManager(pipeline, instruments, verify_each=verify_each_from_args(args))
     result = manager.run(module, PassContext(filename=args.file))
-    text = print_module(result)
+    if args.idfg and ir_kind(result) == "idfg":
+        text = result.to_text()
+    else:
+        text = print_module(as_module(result))
     if args.output:
         write_atomic(args.output, text)
     else:

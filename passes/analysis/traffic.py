@@ -31,6 +31,13 @@ class AccessTraffic:
     sectors: int | None = None  # per warp access (global only)
     ideal_sectors: int | None = None
     stride: int | None = None  # elements between consecutive lanes
+    warp_bytes: int | None = None  # bytes the lanes of that warp access ask for (a broadcast counts per lane)
+
+    def sector_bytes(self) -> float:
+        """Bytes this access moves in whole sectors per warp access (the simulator's count)."""
+        if self.sectors and self.warp_bytes:
+            return self.bytes * self.sectors * SECTOR / self.warp_bytes
+        return float(self.bytes)
 
 
 @dataclass
@@ -76,7 +83,7 @@ def kernel_traffic(func: ir.Func, kernel: ir.Kernel, sizes: dict[str, int] | Non
             at = AccessTraffic(acc.buf.name, acc.buf.level.value, acc.write, ih.count(m, ki.params, sizes) * nb,
                                ih.count(m.range(), ki.params, sizes) * nb)
             if acc.buf.level.off_chip and ki.family == "gpu":
-                at.sectors, at.ideal_sectors, at.stride = warp_sectors(ki, ins, acc, sizes)
+                at.sectors, at.ideal_sectors, at.stride, at.warp_bytes = warp_sectors(ki, ins, acc, sizes)
             accs.append(at)
             key = (at.level, "write" if acc.write else "read")
             out.totals[key] = out.totals.get(key, 0) + at.bytes
@@ -89,22 +96,48 @@ def _lane_var(ins):
     return inner[-1] if inner else None
 
 
-def warp_sectors(ki: KernelInfo, ins, acc, sizes) -> tuple[int | None, int | None, int | None]:
-    """(sectors touched, minimum sectors for those bytes, lane stride in elements) for the first warp
-    of the first instance of everything else; (None, None, None) if there is no lane variable."""
+def _warp_lanes(ins, env) -> list[dict[str, int]]:
+    """The thread variables of the first warp's lanes: @lane values 0..31 of warp 0, or the first 32 linear
+    thread ids of nested @thread scopes (the innermost varies fastest, as threadIdx.x)."""
+    lanes = [v for v in ins.vars if v.level == ir.ParLevel.lane]
+    if lanes:
+        v = lanes[-1]
+        lo, hi = eval_int(v.lo, env), eval_int(v.hi, env)
+        return [{v.name: l} for l in range(lo, min(hi, lo + WARP))]
+    threads = [v for v in ins.vars if v.level == ir.ParLevel.thread]
+    bounds = [(eval_int(v.lo, env), eval_int(v.hi, env)) for v in threads]
+    total = 1
+    for lo, hi in bounds:
+        total *= max(0, hi - lo)
+    out = []
+    for tid in range(min(total, WARP)):
+        point, rest = {}, tid
+        for v, (lo, hi) in reversed(list(zip(threads, bounds))):
+            point[v.name] = lo + rest % (hi - lo)
+            rest //= hi - lo
+        out.append(point)
+    return out
+
+
+def warp_sectors(ki: KernelInfo, ins, acc, sizes) -> tuple[int | None, int | None, int | None, int | None]:
+    """(sectors touched, minimum sectors for those bytes, lane stride in elements, bytes the lanes ask for) for
+    the first warp of the first instance of everything else; all None if there is no lane variable."""
     lane = _lane_var(ins)
     if lane is None:
-        return None, None, None
+        return None, None, None, None
     env = dict(sizes)
+    thread_names = {v.name for v in ins.vars if v.level in (ir.ParLevel.lane, ir.ParLevel.thread)}
     for v in ins.vars:
-        if v is not lane:
+        if v.name not in thread_names:
             env[v.name] = eval_int(v.lo, env)
-    lo, hi = eval_int(lane.lo, env), eval_int(lane.hi, env)
+    for v in ins.vars:  # thread variables' bounds may only use outer variables: their lower bounds first
+        if v.name in thread_names:
+            env.setdefault(v.name, eval_int(v.lo, env))
     shape = [d if isinstance(d, int) else sizes[d] for d in acc.buf.type.shape]
     nb = acc.buf.type.dtype.nbytes
-    addrs, first = set(), {}
-    for l in range(lo, min(hi, lo + WARP)):
-        env[lane.name] = l
+    addrs, first, asked = set(), {}, 0
+    for k, point in enumerate(_warp_lanes(ins, env)):
+        env.update(point)
         if not all(_truth(c, env) for c in ins.conds):
             continue
         for idx in _elements(acc.ref, env):
@@ -114,13 +147,14 @@ def warp_sectors(ki: KernelInfo, ins, acc, sizes) -> tuple[int | None, int | Non
             for i, n in zip(idx, shape):
                 lin = lin * n + i
             addrs.add(lin * nb)
-            first.setdefault(l, lin)
+            first.setdefault(k, lin)
+            asked += nb
     if not addrs:
-        return 0, 0, None
+        return 0, 0, None, 0
     sectors = len({a // SECTOR for a in addrs})
     ideal = -(-len(addrs) * nb // SECTOR)
-    stride = first[lo + 1] - first[lo] if lo in first and lo + 1 in first else None
-    return sectors, ideal, stride
+    stride = first[1] - first[0] if 0 in first and 1 in first else None
+    return sectors, ideal, stride, asked
 
 
 def _elements(ref: ir.Ref, env):

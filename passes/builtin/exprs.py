@@ -60,6 +60,32 @@ def var_names(e) -> set[str]:
     return {x.name for x in walk(e) if isinstance(x, ir.Var)}
 
 
+def value_vars_of(e) -> set[str]:
+    """Names of variables used as values (outside tensor indices)."""
+    out: set[str] = set()
+
+    def visit(x):
+        if isinstance(x, ir.Var):
+            out.add(x.name)
+        elif not isinstance(x, (ir.Ref, ir.Const)):
+            for child in _children(x):
+                visit(child)
+    visit(e)
+    return out
+
+
+def _children(x) -> tuple:
+    if isinstance(x, ir.BinOp):
+        return (x.lhs, x.rhs)
+    if isinstance(x, ir.UnOp):
+        return (x.operand,)
+    if isinstance(x, ir.Call):
+        return tuple(x.args)
+    if isinstance(x, ir.Reduce):
+        return (x.arg,)
+    return ()
+
+
 def has_reduce(e) -> bool:
     return any(isinstance(x, ir.Reduce) for x in walk(e))
 

@@ -136,8 +136,8 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     passes = 1 if cfg.cached else max(1, rk.nphases + bool(rk.full_stores))
     row_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if not c.broadcast)
     bc_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if c.broadcast)
-    out_b = sum(rk.types[n].dtype.nbytes * ncol for n in rk.full_stores) + \
-        sum(rk.types[n].dtype.nbytes for n in rk.row_stores)
+    # a row result is stored by one thread: a whole sector per row
+    out_b = sum(rk.types[n].dtype.nbytes * ncol for n in rk.full_stores) + SECTOR * len(rk.row_stores)
     # element-wise (gather) operands: lanes `vec` elements apart touch up to `vec` times the sectors
     waste = sum(c.dtype.nbytes * ncol * (min(cfg.vec, 8) - 1) for c in rk.colrefs
                 if c.mode == "elem" and not c.broadcast)

@@ -50,11 +50,18 @@ class TileKernel:
                     raise Unsupported(f"'{c.target}' reduces across teams into an axis other than the lanes")
 
     # ------------------------------------------------------------------ kernel
+    def tile_chunks(self, cfg: TileConfig) -> bool:
+        """Whether the tile axis is a small in-team axis of symbolic extent: walked in `tw`-element chunks (one
+        at the hinted sizes, guarded)."""
+        a = self.a
+        return cfg.tile is not None and cfg.tile != cfg.lane and cfg.tile in a.inner and \
+            not isinstance(a.axes[cfg.tile], int)
+
     def fallback(self) -> TileConfig:
         """The path for sizes the fast one does not fit: no register cache, no vectors (row tiles: one element
-        per lane)."""
+        per lane; a symbolic small tile axis: a plain loop)."""
         cfg = self.cfg
-        if cfg.tile == cfg.lane and not self.col:
+        if (cfg.tile == cfg.lane and not self.col) or self.tile_chunks(cfg):
             return replace(cfg, tile=None, tw=1, caps=(), vectors=False)
         return replace(cfg, caps=(), vectors=False)
 
@@ -102,6 +109,8 @@ class TileKernel:
                     [a.types[n].shape[-1] for n in a.full_stores + a.team_stores if a.types[n].shape]:
                 if isinstance(e, str):
                     out.append(f"{e} % {cfg.tw} == 0")
+        if self.tile_chunks(cfg):
+            out.append(f"{a.axes[cfg.tile]} % {cfg.tw} == 0")
         for ax, trips in cfg.caps:
             ext = a.axes[ax]
             if not isinstance(ext, int):
@@ -112,9 +121,36 @@ class TileKernel:
         """Elements of in-team axis `ax` that one trip of its sweep loop covers (across the block)."""
         if ax == cfg.lane and not self.col:
             return 32 * self.twl(cfg) * (cfg.warps if cfg.warp_axis is None else 1)
+        if cfg.lanew and ax == cfg.lanew:
+            return cfg.lanes_w
         if ax == cfg.warp_axis:
-            return cfg.warps * (cfg.lanes_w if self.col else 1)
+            return cfg.warps * (cfg.lanes_w if self.col and not cfg.lanew else 1)
+        if ax == cfg.tile and cfg.tile != cfg.lane:
+            return cfg.tw
         return 1
+
+    def _thread_on_warp_axis(self) -> ir.Expr:
+        cfg = self.c
+        if not self.col:
+            return V("_w")
+        if cfg.lanew:
+            return V("_tq")
+        return add(mul(V("_tq"), C(cfg.lanes_w)), V("_tw")) if cfg.lanes_w > 1 else V("_tq")
+
+    def team_warps(self) -> bool:
+        """Column tiles whose warps (and remaining lanes) split a team axis: every thread has its own team points
+        (no exchange; reductions over in-team axes are thread-serial)."""
+        return self.col and self.cfg.warp_axis is not None and self.cfg.warp_axis in self.a.team
+
+    def team_guards(self) -> list[str]:
+        """Conditions that a thread's team point exists (column tiles: the lane axis, a team warp axis)."""
+        cfg, a = self.c, self.a
+        out = []
+        if self.col:
+            out.append(f"{fx(self.pos[cfg.lane])} < {format_expr(dim_expr(a.axes[cfg.lane]))}")
+            if self.team_warps() and cfg.warp_axis in cfg.grid:
+                out.append(f"{fx(self.pos[cfg.warp_axis])} < {format_expr(dim_expr(a.axes[cfg.warp_axis]))}")
+        return out
 
     @staticmethod
     def twl(cfg: TileConfig) -> int:
@@ -124,15 +160,24 @@ class TileKernel:
     def sweep_axes(self, cfg: TileConfig) -> list[str]:
         """In-team axes the sweeps loop over, outermost first: plain loops, the warp axis, the lane axis."""
         a = self.a
-        order = [ax for ax in a.inner if ax not in (cfg.warp_axis, cfg.lane, cfg.tile)]
-        if cfg.warp_axis is not None and cfg.warp_axis != cfg.lane:
+        order = [ax for ax in a.inner if ax not in (cfg.warp_axis, cfg.lane, cfg.tile, cfg.lanew)]
+        if cfg.warp_axis in a.inner and cfg.warp_axis != cfg.lane:
             order.append(cfg.warp_axis)
+        if cfg.lanew in a.inner:
+            order.append(cfg.lanew)
         if cfg.lane in a.inner:
             order.append(cfg.lane)
+        if self.tile_chunks(cfg):
+            order.append(cfg.tile)
         return order
 
-    def vector_ok(self, width: int, dtype: ir.DType) -> bool:
-        return self.c.vectors and width > 1 and width * dtype.nbytes <= 16 and width & (width - 1) == 0
+    def vector_width(self, width: int, dtype: ir.DType) -> int:
+        """Elements per vector access of a `width`-element tile: the widest power of two that divides it and
+        fits 16 bytes (1 on the scalar fallback path)."""
+        vec = width if self.c.vectors else 1
+        while vec > 1 and (vec * dtype.nbytes > 16 or width % vec):
+            vec //= 2
+        return max(1, vec)
 
     # ------------------------------------------------------------------ skeleton
     def _open_grid(self, L: Lines) -> None:
@@ -143,13 +188,19 @@ class TileKernel:
             ext = dim_expr(a.axes[ax])
             if ax == cfg.lane:
                 ext = cdiv_expr(ext, cfg.lanes_l * self.twl(cfg))
+            elif ax == cfg.warp_axis:  # a team axis split over the block's warps and remaining lanes
+                ext = cdiv_expr(ext, cfg.warps * cfg.lanes_w)
             L.open(f"parallel _g{k} in 0..{format_expr(ext)} @block")
             self.gridvars[ax] = f"_g{k}"
             self.griddims.append(ext)
         if cfg.persistent:
             L.open(f"parallel _bp in 0..{cfg.persistent} @block")
             self.griddims.append(C(cfg.persistent))
-        if not cfg.grid and not cfg.persistent:
+        if cfg.chunk:
+            ext = cdiv_expr(dim_expr(a.axes[cfg.tloop[0]]), cfg.chunk)
+            L.open(f"parallel _bc in 0..{format_expr(ext)} @block")
+            self.griddims.append(ext)
+        if not cfg.grid and not cfg.persistent and not cfg.chunk:
             L.open("parallel _g0 in 0..1 @block")
             self.griddims.append(C(1))
 
@@ -167,7 +218,11 @@ class TileKernel:
     def exchanges(self) -> bool:
         """Whether the warps of a block share team points (slots are combined across warps)."""
         cfg = self.cfg
-        return bool(self.a.slots) and cfg.warps > 1 and (cfg.warp_axis is not None or not self.col)
+        return bool(self.a.slots) and cfg.warps > 1 and (cfg.warp_axis in self.a.inner or not self.col)
+
+    def _lanes_reduce(self) -> bool:
+        """Whether the remaining lanes of a column tile split an in-team axis (slots combine across them)."""
+        return self.col and self.cfg.lanes_w > 1 and self.cfg.lanew_axis in self.a.inner
 
     def twt(self, cfg: TileConfig) -> int:
         """Width of a team value: the tile when the tile axis is a team axis, else 1."""
@@ -185,6 +240,8 @@ class TileKernel:
             for k, c in enumerate(a.cross):
                 if not c.out_axes:
                     out.append(alloc(f"_xred{k}", c.dtype, [cfg.warps], "shared"))
+        for name in self.batched():
+            out.append(alloc(f"_sb_{name}", a.types[name].dtype, [cfg.chunk], "shared"))
         if not self.col and cfg.warps > 1:
             for k, r in enumerate(self.team_scalars()):
                 if r is not None:
@@ -210,6 +267,8 @@ class TileKernel:
         for ax, v in self.gridvars.items():
             if ax == cfg.lane:
                 self.pos[ax] = add(mul(V(v), C(cfg.lanes_l * self.twl(cfg))), mul(V("_tl"), C(self.twl(cfg))))
+            elif ax == cfg.warp_axis:
+                self.pos[ax] = add(mul(V(v), C(cfg.warps * cfg.lanes_w)), self._thread_on_warp_axis())
             else:
                 self.pos[ax] = V(v)
         if cfg.tile is not None and cfg.tile != cfg.lane:
@@ -237,6 +296,7 @@ class TileKernel:
             B("sync @block")  # shared buffers are reused by the next team point
         for _ in range(depth):
             B.close()
+        self._batched_stores()
         self._cross_finish()
 
     def _declare(self) -> None:
@@ -269,9 +329,21 @@ class TileKernel:
         depth = 0
         for k, ax in enumerate(cfg.tloop):
             ext = dim_expr(a.axes[ax])
-            if k == 0 and cfg.persistent:
+            if ax == cfg.warp_axis:  # a team axis split over the block's threads, walked in steps of them
+                n = cfg.warps * cfg.lanes_w
+                step, base = (n * cfg.persistent, mul(V("_bp"), C(n))) if k == 0 and cfg.persistent else (n, C(0))
+                B.open(f"for _t{k} in 0..{format_expr(cdiv_expr(ext, step))}")
+                self.pos[ax] = add(add(mul(V(f"_t{k}"), C(step)), base), self._thread_on_warp_axis())
+                B.open(f"if {fx(self.pos[ax])} < {format_expr(ext)}")
+                depth += 2
+            elif k == 0 and cfg.persistent:
                 B.open(f"for _tp in 0..{format_expr(cdiv_expr(ext, cfg.persistent))}")
                 self.pos[ax] = add(mul(V("_tp"), C(cfg.persistent)), V("_bp"))
+                B.open(f"if {fx(self.pos[ax])} < {format_expr(ext)}")
+                depth += 2
+            elif k == 0 and cfg.chunk:
+                B.open(f"for _tp in 0..{cfg.chunk}")
+                self.pos[ax] = add(mul(V("_bc"), C(cfg.chunk)), V("_tp"))
                 B.open(f"if {fx(self.pos[ax])} < {format_expr(ext)}")
                 depth += 2
             else:
@@ -297,20 +369,19 @@ class TileKernel:
             if ax == cfg.lane and not self.col:
                 lanepos = V("_l") if cfg.warp_axis is not None or cfg.warps == 1 else add(mul(V("_w"), C(32)), V("_l"))
                 pos = add(mul(V(var), C(span)), mul(lanepos, C(self.twl(cfg))))
+            elif cfg.lanew and ax == cfg.lanew:
+                pos = add(mul(V(var), C(span)), V("_tw"))
             elif ax == cfg.warp_axis:
-                tid = V("_w") if not self.col else (add(mul(V("_tq"), C(cfg.lanes_w)), V("_tw"))
-                                                    if cfg.lanes_w > 1 else V("_tq"))
-                pos = add(mul(V(var), C(span)), tid)
+                pos = add(mul(V(var), C(span)), self._thread_on_warp_axis())
             else:
-                pos = V(var)
+                pos = mul(V(var), C(span))
             self.pos[ax] = pos
             if span > 1 or cached:
                 conds.append(f"{fx(pos)} < {format_expr(ext)}")
             if cached:
                 idx = add(mul(idx, C(caps[ax])), V(var))
         depth = len(self.sweep_axes(cfg))
-        if self.col:
-            conds.append(f"{fx(self.pos[cfg.lane])} < {format_expr(dim_expr(a.axes[cfg.lane]))}")
+        conds += self.team_guards()
         if conds:
             B.open(f"if {' and '.join(dict.fromkeys(conds))}")
             depth += 1
@@ -363,7 +434,7 @@ class TileKernel:
         for k in ks:
             if not self.col:
                 B(f"allreduce {ops[k]} {px}a{k}[0:1] over _l")
-            elif cfg.lanes_w > 1 and cfg.warp_axis is not None:
+            elif cfg.lanes_w > 1 and cfg.lanew_axis in a.inner:
                 B(f"allreduce {ops[k]} {px}a{k}[0:{wt}] over _tw")
         if not self.exchanges():
             return
@@ -392,21 +463,57 @@ class TileKernel:
             if a.ready[name] == phase + 1:
                 B(f"{px}v_{name}[0:{self.tw_team}] = {format_expr(self.tr(a.teamexprs[name]))}")
 
+    def batched(self) -> list[str]:
+        """Team results stored once per chunk of team points (row tiles walking a chunked team axis that is the
+        result's last dimension): one coalesced store of `chunk` consecutive values instead of one each."""
+        cfg, a = self.cfg, self.a
+        if self.col or not cfg.chunk:
+            return []
+        return [n for n in a.team_stores if self._target_axes(n)[-1:] == [cfg.tloop[0]]]
+
     def _team_stores(self) -> None:
         cfg, a, B, px = self.c, self.a, self.B, self.px
-        if not a.team_stores:
+        batched = self.batched()
+        if batched:
+            B.open("if _l == 0" + (" and _w == 0" if cfg.warps > 1 else ""))
+            for name in batched:
+                B(f"{px}s_{name}[0:1] = {px}v_{name}[0:1]")
+                B(f"copy _sb_{name}[_tp:_tp + 1] <- {px}s_{name}[0:1]")
+            B.close()
+        if not [n for n in a.team_stores if n not in batched]:
             return
         if self.col:
-            conds = [f"{fx(self.pos[cfg.lane])} < {format_expr(dim_expr(a.axes[cfg.lane]))}"]
-            conds += ["_tq == 0"] if cfg.warps > 1 else []
-            conds += ["_tw == 0"] if cfg.lanes_w > 1 else []
+            conds = self.team_guards()
+            if not self.team_warps():
+                conds += ["_tq == 0"] if cfg.warps > 1 else []
+                conds += ["_tw == 0"] if cfg.lanes_w > 1 else []
         else:
             conds = ["_l == 0"] + (["_w == 0"] if cfg.warps > 1 else [])
         B.open(f"if {' and '.join(conds)}")
         for name in a.team_stores:
+            if name in batched:
+                continue
             B(f"{px}s_{name}[0:{self.tw_team}] = {px}v_{name}[0:{self.tw_team}]")
             self._store(name, f"{px}s_{name}", self.tw_team)
         B.close()
+
+    def _batched_stores(self) -> None:
+        """After the chunk's team points: lanes store the chunk's results, consecutive lanes consecutive points."""
+        cfg, a, B, px = self.c, self.a, self.B, self.px
+        batched = self.batched()
+        if not batched:
+            return
+        ax = cfg.tloop[0]
+        B("sync @block")
+        saved = self.pos[ax]
+        self.pos[ax] = add(mul(V("_bc"), C(cfg.chunk)), V("_l"))
+        lead = f"_l < {cfg.chunk}" + (" and _w == 0" if cfg.warps > 1 else "")
+        B.open(f"if {lead} and {fx(self.pos[ax])} < {format_expr(dim_expr(a.axes[ax]))}")
+        for name in batched:
+            B(f"copy {px}s_{name}[0:1] <- _sb_{name}[_l:_l + 1]")
+            self._store(name, f"{px}s_{name}", 1)
+        B.close()
+        self.pos[ax] = saved
 
     # ------------------------------------------------------------------ loads and stores
     def staged(self) -> list:
@@ -434,13 +541,12 @@ class TileKernel:
             todo = [op for op in todo if op not in staged]
         if not todo:
             return
-        guard = self.col
-        if guard:
-            cfg, a = self.c, self.a
-            self.B.open(f"if {fx(self.pos[cfg.lane])} < {format_expr(dim_expr(a.axes[cfg.lane]))}")
+        guards = self.team_guards()
+        if guards:
+            self.B.open(f"if {' and '.join(guards)}")
         for op in todo:
             op.load(C(0))
-        if guard:
+        if guards:
             self.B.close()
 
     def _block_cache(self) -> None:
@@ -491,7 +597,7 @@ class TileKernel:
         idx = tuple(ir.Var(ax) for ax in self._target_axes(name))
         text, is_tile = self.region(name, idx, width)
         if is_tile:
-            vec = width if self.vector_ok(width, dt) else 1
+            vec = self.vector_width(width, dt)
             B(f"store {text} <- {reg}[0:{width}] with {f'vec={vec}, ' if vec > 1 else ''}mask")
         elif width > 1:
             tx = self.c.tile
@@ -544,6 +650,8 @@ class TileKernel:
         out: list[ir.Expr] = [V(v) for v in self.gridvars.values()]
         if self.cfg.persistent:
             out.append(V("_bp"))
+        if self.cfg.chunk:
+            out.append(V("_bc"))
         return out or [C(0)]
 
     def _part_index(self, c) -> tuple:
@@ -552,7 +660,7 @@ class TileKernel:
     def _part_store(self, c, reg: str, load: bool = False) -> str:
         w = self._cross_width(c)
         text, _ = self.region(self.part_name(c), self._part_index(c), w)
-        vec = w if self.vector_ok(w, c.dtype) else 1
+        vec = self.vector_width(w, c.dtype)
         attrs = f"with {f'vec={vec}, ' if vec > 1 else ''}mask" + (", other=0" if load else "")
         return f"load {reg} <- {text} {attrs}" if load else f"store {text} <- {reg} {attrs}"
 

@@ -66,10 +66,11 @@ def lane_choices(a: TileAnalysis, hints) -> list[tuple[str, str | None, int]]:
         last = idx[-1]
         if not (isinstance(last, ir.Var) and last.name in a.axes):
             continue
-        ext = a.axes[last.name]
-        if isinstance(ext, int) and ext <= 8 and len(idx) > 1 and isinstance(idx[-2], ir.Var) and \
-                idx[-2].name in a.axes and ext > 1:
-            out.append((idx[-2].name, last.name, ext))
+        ext = _h(a.axes[last.name], hints)
+        small = 1 < ext <= 8 and (isinstance(a.axes[last.name], int) or last.name in a.inner)
+        if small and len(idx) > 1 and isinstance(idx[-2], ir.Var) and idx[-2].name in a.axes:
+            out.append((idx[-2].name, last.name, ext))   # each thread covers the small axis
+            out.append((idx[-2].name, None, 1))          # or lanes do (with `lanew`)
         out.append((last.name, last.name, 1))
     if not out:
         for ax in reversed(list(a.axes)):
@@ -85,20 +86,26 @@ def candidates(a: TileAnalysis, m, hints) -> list[TileEstimate]:
         col = lane in a.team
         ext_l = _h(a.axes[lane], hints)
         tws = [tw0] if tile_ax != lane else sorted({1, max(1, 16 // elem)})
+        tile_ax = tile_ax if tile_ax is not None else "__none__"
         for tw in tws:
             if tile_ax == lane and tw > 1 and ext_l % tw:
                 continue
-            tile = tile_ax if (tile_ax != lane or tw > 1) else None
+            tile = tile_ax if (tile_ax != lane or tw > 1) and tile_ax != "__none__" else None
             inner = [x for x in a.inner if x not in (lane, tile)]
-            for warp_axis in ([None] + inner) if col else ([None] + inner):
-                lls = [32] if (not col or warp_axis is None) else \
-                    [ll for ll in (8, 16, 32) if ll * (tw if tile == lane else 1) * elem >= SECTOR or ll == 32]
-                for ll in lls:
+            # column tiles: warps split an in-team axis, or (each thread its own team points) a team axis
+            teamw = [x for x in a.team if x not in (lane, tile)] if col and not a.cross else []
+            for warp_axis in [None] + inner + teamw:
+                lls = [32] if (not col or warp_axis is None) else [2, 4, 8, 16, 32]
+                lws = [None] + [x for x in inner if x != warp_axis] if col and warp_axis in inner else [None]
+                for ll, lanew in [(ll, lw) for ll in lls for lw in lws if lw is None or ll < 32]:
                     for nw in WARPS:
-                        if col and warp_axis is None and nw > 1 and a.slots:
-                            continue  # warps without a split axis would all hold the same team points
+                        if col and warp_axis is None and nw > 1:
+                            continue  # warps without a split axis would all do the same work
                         for grid, tloop, pers in _team_splits(a, lane, tile, col, m, hints):
-                            cfg = TileConfig(lane, tile, tw if tile else 1, ll, warp_axis, nw, grid, tloop, pers)
+                            if warp_axis in teamw and warp_axis not in grid + tloop:
+                                continue  # a team warp axis is tiled by the block's threads, on the grid or walked
+                            cfg = TileConfig(lane, tile, tw if tile else 1, ll, warp_axis, nw, grid, tloop,
+                                             max(pers, 0), max(-pers, 0), lanew=lanew)
                             for c in _cache_variants(a, cfg, hints):
                                 est = estimate(a, c, m, hints)
                                 if est is not None:
@@ -118,26 +125,35 @@ def _team_splits(a: TileAnalysis, lane: str, tile: str | None, col: bool, m, hin
             opts.append((tuple(team), m.sms * k))
     else:
         opts.append(((), 0))
+        if not col:  # consecutive team points per block: their results stored together (coalesced)
+            for n in a.team_stores:
+                st = next(x for x in a.unit.stmts if x.target == n)
+                last = a.unit.group.varmap[st.id][st.out_vars[-1]] if st.out_vars else None
+                if last in team:
+                    for k in (8, 32):
+                        opts.append(((last,), -k))
         if reuse:
             opts.append((tuple(reuse), 0))
-            for r in reuse:  # r walked grid-stride by P blocks, the other reuse axes by each of them
+            for r in reuse:  # r walked grid-stride by P blocks (the other reuse axes too, or on the grid)
                 rest = tuple(x for x in reuse if x != r)
                 for p in (2, 4, 8, 16, 32, m.sms, 2 * m.sms):
                     if p < _h(a.axes[r], hints):
                         opts.append(((r,) + rest, p))
+                        if rest:
+                            opts.append(((r,), p))
                 opts.append(((r,), 0))
     out = []
-    for tloop, pers in opts:
+    for tloop, pers in opts:  # pers < 0: a chunk of -pers consecutive points of the first tloop axis
         grid = [t for t in team if t not in tloop]
         if col:
             grid.append(lane)
         while len(grid) + bool(pers) > 3:  # at most three grid dimensions: walk the outermost ones
-            tloop = (grid.pop(0),) + tuple(tloop)
+            tloop = tuple(tloop[:1]) + (grid.pop(0),) + tuple(tloop[1:]) if pers else (grid.pop(0),) + tuple(tloop)
         if pers and not tloop:
             continue
         ordered = tuple(t for t in a.axes if t in tloop)
         if pers:
-            ordered = tuple(tloop)  # the persistent axis is the outermost one given
+            ordered = tuple(tloop)  # the persistent (or chunked) axis is the outermost one given
         out.append((tuple(grid), ordered, pers))
     return list(dict.fromkeys(out))
 
@@ -173,12 +189,26 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
     # blocks and per-block work
     blocks = 1
     for ax in cfg.grid:
-        blocks *= math.ceil(ext[ax] / (cfg.lanes_l * twl)) if ax == cfg.lane else ext[ax]
+        if ax == cfg.lane:
+            blocks *= math.ceil(ext[ax] / (cfg.lanes_l * twl))
+        elif ax == cfg.warp_axis:
+            blocks *= math.ceil(ext[ax] / (cfg.warps * cfg.lanes_w))
+        else:
+            blocks *= ext[ax]
     if cfg.persistent:
         blocks *= cfg.persistent
+    if cfg.chunk:
+        blocks *= math.ceil(ext[cfg.tloop[0]] / cfg.chunk)
     team_iters = 1  # team points a block walks
     for k, ax in enumerate(cfg.tloop):
-        team_iters *= math.ceil(ext[ax] / cfg.persistent) if (k == 0 and cfg.persistent) else ext[ax]
+        if ax == cfg.warp_axis:
+            team_iters *= math.ceil(ext[ax] / (cfg.warps * cfg.lanes_w * max(1, cfg.persistent if k == 0 else 1)))
+        elif k == 0 and cfg.persistent:
+            team_iters *= math.ceil(ext[ax] / cfg.persistent)
+        elif k == 0 and cfg.chunk:
+            team_iters *= cfg.chunk
+        else:
+            team_iters *= ext[ax]
     sweep_trips = 1
     lane_util = 1.0
     for ax in kern.sweep_axes(cfg):
@@ -189,6 +219,9 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
     if col:
         tiles = math.ceil(ext[cfg.lane] / (cfg.lanes_l * twl))
         lane_util *= ext[cfg.lane] / (tiles * cfg.lanes_l * twl)
+        if kern.team_warps():
+            n = cfg.warps * cfg.lanes_w
+            lane_util *= ext[cfg.warp_axis] / (math.ceil(ext[cfg.warp_axis] / n) * n)
     nsweeps = a.nphases + bool(a.final)
     warps_per_block = cfg.warps
     # registers
@@ -198,7 +231,9 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
         dep_sweep = bool(var_names(r) & set(a.inner) - ({cfg.tile} if cfg.tile != cfg.lane else set()))
         slots = sweep_trips if (cache and dep_sweep) else 1
         words += slots * w * max(1, a.types[r.name].dtype.nbytes // 4)
-    words += 4 * len(a.slots) * max(1, w) + 2 * len(a.teamdefs) * max(1, kern.twt(cfg))
+    wt = kern.twt(cfg)
+    xw = cfg.warps * wt if kern.exchanges() else 0
+    words += len(a.slots) * (wt + w + xw) + len(a.teamdefs) * 2 * wt + len(a.full_stores) * w
     for c in a.cross:
         words += (sweep_trips if (c.out_axes and cache) else 1) * twl
     regs = words + REG_OVERHEAD
@@ -213,13 +248,16 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
     from passes.schedule.tiles_io import operands
     for op in operands(kern):
         dram += _op_bytes(a, kern, cfg, op.ref, ext, blocks, team_iters, sweep_trips, nsweeps, hints, op.members)
-    for n in a.full_stores + a.team_stores:
+    batched = kern.batched()
+    for n in batched:  # one store of `chunk` consecutive values per block
+        dram += blocks * (math.ceil(cfg.chunk * a.types[n].dtype.nbytes / SECTOR) + 1) * SECTOR
+    for n in [x for x in a.full_stores + a.team_stores if x not in batched]:
         st = next(s for s in a.unit.stmts if s.target == n)
         vm = a.unit.group.varmap[st.id]
         idx = tuple(ir.Var(vm[v]) for v in st.out_vars)
         full = n in a.full_stores
         dram += _access_bytes(a, kern, cfg, n, idx, ext, blocks, team_iters,
-                              sweep_trips if full else 1, 1, hints, store=True, team_store=not full)
+                              sweep_trips if full else 1, 1, hints, store=True, team_store=not full and not kern.col)
     for c in a.cross:
         o = 1
         for ax in c.out_axes:
@@ -285,36 +323,72 @@ def _sweeps_using(a, r: ir.Ref, nsweeps: int) -> int:
 
 def _access_bytes(a, kern, cfg, name, index, ext, blocks, team_iters, per_thread, _, hints,
                   store: bool = False, team_store: bool = False) -> float:
-    """Bytes in sectors of one load/store instruction executed `per_thread` times per team point by every warp."""
+    """Bytes in 32-byte sectors of one load/store instruction executed `per_thread` times per team point by every
+    warp: the sectors the first warp's lanes touch, counted per vector access as the simulator does (averaged over
+    the first two points of the other axes, so rows that start off a sector are charged)."""
+    warps = 1 if team_store else cfg.warps
+    accesses = blocks * team_iters * per_thread * warps
+    return accesses * warp_sectors(a, kern, cfg, name, index, hints, team_store) * SECTOR
+
+
+def warp_sectors(a, kern, cfg, name, index, hints, one_lane: bool = False) -> float:
+    """Sectors one warp access touches (memoised: many configurations share a lane layout)."""
+    key = (name, index, cfg.lane, cfg.tile, cfg.tw, cfg.lanes_l, cfg.lanew_axis,
+           cfg.warp_axis if cfg.lanew else None, cfg.vectors, kern.col, one_lane, tuple(sorted(hints.items())))
+    memo = a.__dict__.setdefault("_warp_sectors", {})
+    if key not in memo:
+        memo[key] = _warp_sectors(a, kern, cfg, name, index, hints, one_lane)
+    return memo[key]
+
+
+def _warp_sectors(a, kern, cfg, name, index, hints, one_lane: bool = False) -> float:
+    from gir.affine import to_affine
     t = a.types[name]
     elem = t.dtype.nbytes
+    dims = [_h(d, hints) for d in t.shape]
+    strides = [1] * len(dims)
+    for k in range(len(dims) - 2, -1, -1):
+        strides[k] = strides[k + 1] * dims[k + 1]
+    affs = [to_affine(i) for i in index]
+    if any(x is None for x in affs):
+        return 32.0  # not affine: a sector per lane
+    w = cfg.tw if cfg.tile else 1
+    tiled = w > 1 and bool(index) and isinstance(index[-1], ir.Var) and index[-1].name == cfg.tile
+    elemwise = w > 1 and not tiled and any(cfg.tile in var_names(i) for i in index)
+    per_lane = w if (tiled or elemwise) else 1
+    vec = 1
+    if tiled and cfg.vectors:
+        vec = w
+        while vec > 1 and (vec * elem > 16 or w % vec):
+            vec //= 2
     col = kern.col
     twl = kern.twl(cfg)
-    w = cfg.tw if cfg.tile else 1
-    last = index[-1] if index else None
-    lane_in = any(cfg.lane in var_names(i) for i in index)
-    warps = 1 if team_store else cfg.warps
-    accesses = blocks * team_iters * per_thread * warps * (1 if team_store and not col else 1)
-    inner_tile = cfg.tile is not None and cfg.tile != cfg.lane
-    if not lane_in:
-        sectors = cfg.lanes_w if col else 1
-        return accesses * sectors * SECTOR * (w if inner_tile else 1) / max(1, w if inner_tile else 1)
-    lanes = cfg.lanes_l if col else 32
-    rows = cfg.lanes_w if col else 1
-    if isinstance(last, ir.Var) and last.name == cfg.lane:
-        run = lanes * twl * elem
-        pitch = _h(t.shape[-1], hints) * elem
-    elif inner_tile and len(index) > 1 and isinstance(index[-2], ir.Var) and index[-2].name == cfg.lane and \
-            isinstance(last, (ir.Var, ir.Const)):
-        run = lanes * w * elem
-        pitch = _h(t.shape[-2], hints) * _h(t.shape[-1], hints) * elem
-    else:  # the lane axis is not the contiguous dimension: a sector (or more) per lane
-        per_lane = math.ceil(w * elem / SECTOR) if isinstance(last, ir.Var) and last.name == cfg.tile else 1
-        return accesses * rows * lanes * per_lane * SECTOR
-    sectors = math.ceil(run / SECTOR) + (1 if pitch % SECTOR else 0)
-    if store and team_store:
-        sectors = math.ceil(run / SECTOR)
-    return accesses * rows * sectors * SECTOR
+    lanes = 1 if one_lane else 32
+    total = 0.0
+    for base in (0, 1):
+        for piece in range(0, per_lane, vec):
+            sectors = set()
+            for ln in range(lanes):
+                pos = {ax: base for ax in a.axes}
+                if col:
+                    pos[cfg.lane] = base * cfg.lanes_l * twl + (ln // cfg.lanes_w) * twl
+                    if cfg.lanew_axis is not None:
+                        pos[cfg.lanew_axis] = ln % cfg.lanes_w
+                    if cfg.lanew and cfg.warp_axis is not None:
+                        pos[cfg.warp_axis] = base
+                else:
+                    pos[cfg.lane] = ln * twl
+                start = pos[cfg.lane] if cfg.tile == cfg.lane else 0
+                for e in range(piece, min(piece + vec, per_lane)):
+                    if cfg.tile is not None and per_lane > 1:
+                        pos[cfg.tile] = start + e
+                    addr = 0
+                    for aff, st in zip(affs, strides):
+                        v = aff.const + sum(c * pos.get(n, hints.get(n, 4096)) for n, c in aff.coeffs.items())
+                        addr += v * st
+                    sectors.add(addr * elem // SECTOR)
+            total += len(sectors)
+    return total / 2
 
 
 def _refs(e):

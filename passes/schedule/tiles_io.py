@@ -89,7 +89,7 @@ class Operand:
         dst = f"{self.reg()}[{fx(slot)}, 0:{w}]"
         if self.mode == "tile":
             text, _ = kern.region(self.ref.name, self.ref.index, w)
-            vec = w if kern.vector_ok(w, self.dtype) else 1
+            vec = kern.vector_width(w, self.dtype)
             B(f"load {dst} <- {text} with {f'vec={vec}, ' if vec > 1 else ''}mask, other=0")
         elif self.mode == "elem":
             tx = kern.c.tile

@@ -34,8 +34,17 @@ class TileConfig:
     grid: tuple[str, ...]        # team axes on the grid (the lane axis, when a team axis, as tiles of lanes)
     tloop: tuple[str, ...]       # team axes walked serially by a block
     persistent: int = 0          # > 0: the outermost `tloop` axis is shared grid-stride by this many blocks
+    chunk: int = 0               # > 0: the outermost `tloop` axis in chunks of this many consecutive points per
+                                 # block (their team results are stored together: one coalesced store)
     caps: tuple[tuple[str, int], ...] = ()  # cached: trips of each sweep loop (kept in registers); () streams
     vectors: bool = True         # tile loads/stores as vectors (the fast path; the fallback is scalar)
+    lanew: str | None = None     # column tiles: in-team axis of the remaining lanes when it differs from the
+                                 # warps' (e.g. lanes over a small innermost axis, warps over another)
+
+    @property
+    def lanew_axis(self) -> str | None:
+        """The axis the lanes not on the lane axis split (the warp axis unless `lanew` names another)."""
+        return self.lanew or self.warp_axis
 
     @property
     def cache(self) -> bool:

@@ -16,10 +16,13 @@ TILE, ROWS = 32, 8
 
 
 class TransposeKernel:
-    def __init__(self, group: Group, info: FuncInfo):
+    """`src` is the one tensor reference the value reads (default: the value itself); the value is applied to
+    it element-wise on the way out of the tile (`y[j, i] = exp(x[i, j]) * 2.0`)."""
+
+    def __init__(self, group: Group, info: FuncInfo, src: ir.Ref | None = None):
         st = group.stmts[0]
         self.st, self.info = st, info
-        self.src: ir.Ref = st.stmt.value
+        self.src: ir.Ref = src if src is not None else st.stmt.value
         self.xin = self.src.index[-1].name      # contiguous in x
         self.yin = st.out_vars[-1]               # contiguous in y
         self.others = [v for v in st.out_vars if v not in (self.xin, self.yin)]
@@ -42,7 +45,8 @@ class TransposeKernel:
         L.open(f"parallel _ty in 0..{ROWS} @thread")
         L.open(f"parallel _tx in 0..{TILE} @thread")
         L(alloc("_v", self.dtype, [1], "reg"))
-        if self.odtype != self.dtype:
+        computed = self.st.stmt.value != self.src
+        if self.odtype != self.dtype or computed:
             L(alloc("_o", self.odtype, [1], "reg"))
         for v in loops:
             L.open(f"for _o_{v} in 0..{format_expr(dim_expr(rng[v]))}")
@@ -67,8 +71,8 @@ class TransposeKernel:
         L.open(f"if {fx(e[self.xin])} < {format_expr(xa)} and {fx(e[self.yin])} < {format_expr(ya)}")
         L(f"copy _v[0:1] <- _tile[_tx, {fx(r)}:{fx(add(r, C(1)))}]")
         src = "_v[0:1]"
-        if self.odtype != self.dtype:
-            L("_o[0:1] = _v[0:1]")
+        if self.odtype != self.dtype or computed:
+            L(f"_o[0:1] = {format_expr(self._apply())}")
             src = "_o[0:1]"
         L(f"store {_ref(st.stmt.target.name, [ir.Var(v) for v in st.out_vars], e)} <- {src}")
         L.close()
@@ -79,6 +83,13 @@ class TransposeKernel:
         while L.depth:
             L.close()
         return L.text()
+
+
+    def _apply(self) -> ir.Expr:
+        """The statement's value with its tensor reference replaced by the register `_v`."""
+        from passes.builtin.exprs import map_expr
+        reg = ir.Ref("_v", (ir.Slice(C(0), C(1)),))
+        return map_expr(self.st.stmt.value, lambda x: reg if isinstance(x, ir.Ref) and x == self.src else x)
 
 
 def _ref(name, index, env) -> str:

@@ -74,7 +74,7 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
             s_rows = t.shape[nlead]
     m_rows = None
     for t in types.values():
-        if len(t.shape) >= 2:
+        if len(t.shape) >= 2 and len(t.shape) > nlead:  # tensors shared across the leading dims have no row axis
             m_rows = t.shape[-2] if not nlead else t.shape[nlead]
     ix = IndexInfo(period=s_rows or (m_rows or 1), lead=lead, viewed=frozenset(viewed), shared=frozenset(shared))
     for p in list(func.params) + list(func.results):

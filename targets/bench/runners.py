@@ -103,17 +103,16 @@ class SimRunner(Runner):
 
 
 def analysed_bytes(func: ir.Func, sizes: dict[str, int]) -> float:
-    """Global bytes of every kernel from the isl access relations, scaled by sectors/ideal per warp access."""
+    """Global bytes of every kernel from the isl access relations, in whole 32-byte sectors per warp access
+    (the first warp's sectors over the bytes its lanes ask for, as the simulator counts them)."""
     from passes.analysis.traffic import kernel_traffic
 
     total = 0.0
     for k in func.kernels:
         for ins in kernel_traffic(func, k, sizes).instrs:
             for acc in ins.accesses:
-                if acc.level not in ("global", "gdram"):
-                    continue
-                scale = acc.sectors / acc.ideal_sectors if acc.sectors and acc.ideal_sectors else 1.0
-                total += acc.bytes * scale
+                if acc.level in ("global", "gdram"):
+                    total += acc.sector_bytes()
     return total
 
 

@@ -7,18 +7,34 @@ from passes.middle.search.candidate import Candidate, Emitted
 from passes.middle.search.decision import Decision
 from passes.middle.search.options import hint
 from passes.middle.search.rows import stmt_infos
-from passes.schedule.groups import partition
+from gir import ir
+from passes.schedule.groups import Group
 from passes.schedule.transpose import ROWS, TILE, TransposeKernel
+
+
+def permuted_source(st) -> ir.Ref | None:
+    """The one tensor an element-wise statement reads, when it is read at a permutation of the output indices
+    whose innermost index is not the output's innermost one (a transpose, possibly with arithmetic)."""
+    from passes.builtin.exprs import refs, value_vars_of
+    rs = refs(st.stmt.value)
+    if not rs or st.reduce_vars or any(r != rs[0] for r in rs) or value_vars_of(st.stmt.value):
+        return None
+    src = rs[0]
+    names = [i.name if isinstance(i, ir.Var) else None for i in src.index]
+    if len(names) < 2 or None in names or sorted(names) != sorted(st.out_vars):
+        return None
+    return src if names[-1] != st.out_vars[-1] else None
 
 
 def candidates(g, stmts: list, m, hints: dict[str, int]) -> list[Candidate]:
     if len(stmts) != 1:
         return []
     infos = stmt_infos(g, stmts)
-    parts = partition(FuncInfo(g.func, g.types, infos, ()))
-    if len(parts) != 1 or parts[0].kind != "transpose":
+    src = permuted_source(infos[0])
+    if src is None:
         return []
-    tk = TransposeKernel(parts[0], FuncInfo(g.func, g.types, infos, ()))
+    grp = Group([infos[0]], [], [], [{}], kind="transpose")
+    tk = TransposeKernel(grp, FuncInfo(g.func, g.types, infos, ()), src)
     st = infos[0]
     n = 1
     for v in st.out_vars:
