@@ -34,7 +34,12 @@ from codegen.mlu.workcount import count_work
 
 LARGE = {"M": 4096, "N": 4096, "C": 4096}
 SIZES = {"reduce_mid": {"B": 16, "S": 1024, "D": 4096}, "scaled_causal_softmax": {"B": 4, "H": 16, "S": 1024},
-         "permute0213": {"B": 8, "S": 1024, "H": 16, "D": 64}, "group_norm": {"N": 16, "G": 32, "CG": 8, "HW": 4096}}
+         "permute0213": {"B": 8, "S": 1024, "H": 16, "D": 64}, "group_norm": {"N": 16, "G": 32, "CG": 8, "HW": 4096},
+         # the generality programs of the GPU middle (samples added with it; the MLU path is not on it yet)
+         "softmax_axis0": {"N": 256, "B": 16, "C": 1024}, "softmax_mid": {"B": 16, "N": 256, "C": 1024},
+         "layernorm_bwd": {"M": 4096, "N": 1024}, "rope": {"B": 2, "S": 512, "H": 32, "K": 64},
+         "broadcast_scale": {"A": 64, "B": 64, "C": 32, "D": 32}, "channel_stats": {"N": 16, "C": 512, "H": 32, "W": 32},
+         "group_norm_affine": {"N": 16, "G": 32, "CG": 8, "HW": 1024}}
 CHECK = {"M": 257, "N": 1000, "C": 1000, "B": 3, "S": 130, "D": 200, "H": 5}
 CHECK_SIZES = {"group_norm": {"N": 3, "G": 4, "CG": 5, "HW": 130}}
 PROBE = {"M": 128, "N": 128, "C": 128, "B": 2, "S": 64, "D": 64, "H": 2}

@@ -15,7 +15,9 @@ def register(sub) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--sizes", help="values of the symbolic sizes, e.g. M=4096,N=1000")
     p.add_argument("--func", dest="func_name", help="function to analyse (default: the first)")
-    p.add_argument("--idfg", action="store_true", help="print the instruction dataflow graph instead")
+    p.add_argument("--idfg", action="store_true",
+                   help="print the instruction dataflow graph instead (an operator-layer function: the graph of "
+                        "the whole function after the default graph passes, its groups and buffer levels)")
     p.add_argument("--dot", metavar="OUT", help="write the dataflow graph as Graphviz dot ('-' for stdout)")
     p.set_defaults(func=run)
 
@@ -27,9 +29,20 @@ def run(args) -> int:
 
     module = load_verified(args.file)
     func = pick_func(module, args.func_name, args.file)
+    sizes = parse_sizes(args.sizes)
+    if not func.is_explicit:
+        from gir import ir
+        if args.idfg:  # the function-level graph the compiler optimises
+            from passes.base import PassContext
+            from passes.manager import PassManager
+            text = "naive-lower,fuse,forward-stores,dead-stores,load-cse,promote"
+            graph = PassManager(text).run(ir.Module((func,)), PassContext(filename=args.file))
+            sys.stdout.write(graph.to_text())
+            return 0
+        from passes.schedule import lower_module  # analyse the kernels `gir compile` would emit
+        func = lower_module(ir.Module((func,)), "sim", {"sizes": sizes}).funcs[0]
     if not func.kernels:
-        raise GirError(f"function '{func.name}' has no explicit kernels to analyse", func.loc,
-                       ["lower it first: gir compile --emit gir"])
+        raise GirError(f"function '{func.name}' has no kernels to analyse", func.loc)
     if args.idfg or args.dot:
         graphs = [build_idfg(func, k) for k in func.kernels]
         if args.idfg:
@@ -38,7 +51,6 @@ def run(args) -> int:
             dot = "".join(g.to_dot() for g in graphs)
             sys.stdout.write(dot) if args.dot == "-" else write_atomic(args.dot, dot)
         return 0
-    sizes = parse_sizes(args.sizes)
     reports = [kernel_traffic(func, k, sizes) for k in func.kernels]
     sys.stdout.write(format_table(func, reports, {p: sizes[p] for p in func.size_symbols()}))
     return 0

@@ -26,7 +26,6 @@ from gir.errors import Loc
 from gir.printer import format_expr, format_ref, format_type
 from gir.shapes import FuncInfo
 from gir.walk import reductions_preorder
-from passes.builtin.exprs import walk
 
 LEVELS = ("global", "reg", "shared", "recompute")
 """Memory levels of a tensor's value inside its group: @global, a register tile, a shared tile, or not stored at

@@ -19,10 +19,11 @@ from dataclasses import replace
 
 from gir import ir
 from gir.printer import format_expr
-from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, prod_expr, region,
-                                  simplify, tile)
-from passes.schedule.tiles_io import operands, translate, value_vars
+from passes.schedule.emit import C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, simplify, tile
+from passes.schedule.tiles_io import operands, translate
+from passes.schedule.tiles_cross import TileCross
 from passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
+from passes.schedule.tiles_store import TileStores
 
 
 def cdiv_expr(e: ir.Expr, n: int) -> ir.Expr:
@@ -33,7 +34,7 @@ def _update(op: str, acc: str, val: str) -> str:
     return {"sum": f"{acc} + {val}", "prod": f"{acc} * {val}"}.get(op) or f"{op}({acc}, {val})"
 
 
-class TileKernel:
+class TileKernel(TileStores, TileCross):
     def __init__(self, a: TileAnalysis, cfg: TileConfig):
         self.a, self.cfg, self.c = a, cfg, cfg
         if cfg.lane not in a.axes:
@@ -307,8 +308,6 @@ class TileKernel:
         for k, s in enumerate(a.slots):
             decl(alloc(f"{px}a{k}", s.dtype, [wt], "reg"))
             decl(alloc(f"{px}t{k}", s.dtype, [w], "reg"))
-            if self.exchanges():
-                decl(alloc(f"{px}x{k}", s.dtype, [cfg.warps, wt] if self.col else [cfg.warps], "reg"))
         for name, _ in a.teamdefs:
             decl(alloc(f"{px}v_{name}", _acc_dt(a.types[name].dtype), [wt], "reg"))
             if name in a.team_stores:
@@ -451,169 +450,15 @@ class TileKernel:
         B("sync @block")
         for k in ks:
             if self.col:
-                B(f"copy {px}x{k}[0:{cfg.warps}, 0:{wt}] <- _red{k}[0:{cfg.warps}, {wt} * _tl:{wt} * _tl + {wt}]")
-                B(f"{px}a{k}[0:{wt}] = {ops[k]}({px}x{k}[0:{cfg.warps}, 0:{wt}], axis=0)")
+                B(f"{px}a{k}[0:{wt}] = {ops[k]}(_red{k}[0:{cfg.warps}, {wt} * _tl:{wt} * _tl + {wt}], axis=0)")
             else:
-                B(f"copy {px}x{k}[0:{cfg.warps}] <- _red{k}[0:{cfg.warps}]")
-                B(f"{px}a{k}[0:1] = {ops[k]}({px}x{k}[0:{cfg.warps}])")
+                B(f"{px}a{k}[0:1] = {ops[k]}(_red{k}[0:{cfg.warps}])")
 
     def _team_values(self, phase: int) -> None:
         a, B, px = self.a, self.B, self.px
         for name, _ in a.teamdefs:
             if a.ready[name] == phase + 1:
                 B(f"{px}v_{name}[0:{self.tw_team}] = {format_expr(self.tr(a.teamexprs[name]))}")
-
-    def batched(self) -> list[str]:
-        """Team results stored once per chunk of team points (row tiles walking a chunked team axis that is the
-        result's last dimension): one coalesced store of `chunk` consecutive values instead of one each."""
-        cfg, a = self.cfg, self.a
-        if self.col or not cfg.chunk:
-            return []
-        return [n for n in a.team_stores if self._target_axes(n)[-1:] == [cfg.tloop[0]]]
-
-    def _team_stores(self) -> None:
-        cfg, a, B, px = self.c, self.a, self.B, self.px
-        batched = self.batched()
-        if batched:
-            B.open("if _l == 0" + (" and _w == 0" if cfg.warps > 1 else ""))
-            for name in batched:
-                B(f"{px}s_{name}[0:1] = {px}v_{name}[0:1]")
-                B(f"copy _sb_{name}[_tp:_tp + 1] <- {px}s_{name}[0:1]")
-            B.close()
-        if not [n for n in a.team_stores if n not in batched]:
-            return
-        if self.col:
-            conds = self.team_guards()
-            if not self.team_warps():
-                conds += ["_tq == 0"] if cfg.warps > 1 else []
-                conds += ["_tw == 0"] if cfg.lanes_w > 1 else []
-        else:
-            conds = ["_l == 0"] + (["_w == 0"] if cfg.warps > 1 else [])
-        B.open(f"if {' and '.join(conds)}")
-        for name in a.team_stores:
-            if name in batched:
-                continue
-            B(f"{px}s_{name}[0:{self.tw_team}] = {px}v_{name}[0:{self.tw_team}]")
-            self._store(name, f"{px}s_{name}", self.tw_team)
-        B.close()
-
-    def _batched_stores(self) -> None:
-        """After the chunk's team points: lanes store the chunk's results, consecutive lanes consecutive points."""
-        cfg, a, B, px = self.c, self.a, self.B, self.px
-        batched = self.batched()
-        if not batched:
-            return
-        ax = cfg.tloop[0]
-        B("sync @block")
-        saved = self.pos[ax]
-        self.pos[ax] = add(mul(V("_bc"), C(cfg.chunk)), V("_l"))
-        lead = f"_l < {cfg.chunk}" + (" and _w == 0" if cfg.warps > 1 else "")
-        B.open(f"if {lead} and {fx(self.pos[ax])} < {format_expr(dim_expr(a.axes[ax]))}")
-        for name in batched:
-            B(f"copy {px}s_{name}[0:1] <- _sb_{name}[_l:_l + 1]")
-            self._store(name, f"{px}s_{name}", 1)
-        B.close()
-        self.pos[ax] = saved
-
-    # ------------------------------------------------------------------ loads and stores
-    def staged(self) -> list:
-        """Team-level scalars of row tiles with several warps: one thread loads them into shared memory and
-        every warp copies them (one sector per team point instead of one per warp)."""
-        if self.col or self.cfg.warps == 1:
-            return []
-        return [op for op in self.ops if op.level == "team" and op.mode == "scalar"]
-
-    def _loads(self, level: str) -> None:
-        """Loads outside the sweeps; a column tile's lanes past the team axis's end load nothing."""
-        todo = [op for op in self.ops if op.level == level]
-        if not todo:
-            return
-        staged = [op for op in self.staged() if op in todo] if level == "team" else []
-        if staged:
-            self.B.open("if _w == 0 and _l == 0")
-            for op in staged:
-                text, _ = self.region(op.ref.name, op.ref.index, 1)
-                self.B(f"load _sv{op.k}[0:1] <- {text}")
-            self.B.close()
-            self.B("sync @block")
-            for op in staged:
-                self.B(f"copy {op.reg()}[0, 0:1] <- _sv{op.k}[0:1]")
-            todo = [op for op in todo if op not in staged]
-        if not todo:
-            return
-        guards = self.team_guards()
-        if guards:
-            self.B.open(f"if {' and '.join(guards)}")
-        for op in todo:
-            op.load(C(0))
-        if guards:
-            self.B.close()
-
-    def _block_cache(self) -> None:
-        """Cached configs that walk team axes: inputs no walked team axis changes are loaded once per block."""
-        todo = [op for op in self.ops if op.block_cached]
-        if not todo:
-            return
-        depth, idx = self._open_sweep(True)
-        for op in todo:
-            op.load(idx)
-        for _ in range(depth):
-            self.B.close()
-
-    def _iota_needed(self) -> bool:
-        a, cfg = self.a, self.cfg
-        exprs = [s.arg for s in a.slots] + [a.inline(a.full[n]) for n in a.full_stores] + [c.arg for c in a.cross]
-        exprs += list(a.teamexprs.values())
-        return cfg.tile is not None and any(cfg.tile in value_vars(e) for e in exprs)
-
-    def _iota(self) -> None:
-        cfg, B, px = self.c, self.B, self.px
-        if cfg.tile is None or not self._iota_needed():
-            return
-        B.open(f"for _e in 0..{self.w}")
-        B(f"{px}ix[_e:_e + 1] = {fx(add(self.pos[cfg.tile], V('_e')))}")
-        B.close()
-
-    def region(self, tensor: str, index: tuple, width: int) -> tuple[str, bool]:
-        """Text of the region `tensor[index]` (canonical indices) at the current positions, and whether it is a
-        tile along the tile axis (its last index is the tile axis itself)."""
-        cfg = self.c
-        parts: list = []
-        is_tile = False
-        for d, i in enumerate(index):
-            if width > 1 and d == len(index) - 1 and isinstance(i, ir.Var) and i.name == cfg.tile:
-                parts.append((self.pos[cfg.tile], width))
-                is_tile = True
-            else:
-                parts.append(self.at(i))
-        return region(tensor, parts), is_tile
-
-    def at(self, e: ir.Expr) -> ir.Expr:
-        """An index expression at the current positions."""
-        return simplify(translate(e, lambda r: r, lambda v: self.pos.get(v.name, v)))
-
-    def _store(self, name: str, reg: str, width: int) -> None:
-        B, dt = self.B, self.a.types[name].dtype
-        idx = tuple(ir.Var(ax) for ax in self._target_axes(name))
-        text, is_tile = self.region(name, idx, width)
-        if is_tile:
-            vec = self.vector_width(width, dt)
-            B(f"store {text} <- {reg}[0:{width}] with {f'vec={vec}, ' if vec > 1 else ''}mask")
-        elif width > 1:
-            tx = self.c.tile
-            B.open(f"for _e in 0..{width}")
-            saved = self.pos[tx]
-            self.pos[tx] = add(saved, V("_e"))
-            B(f"store {self.region(name, idx, 1)[0]} <- {reg}[_e:_e + 1] with mask")
-            self.pos[tx] = saved
-            B.close()
-        else:
-            B(f"store {text} <- {reg}[0:1]")
-
-    def _target_axes(self, name: str) -> list[str]:
-        st = next(s for s in self.a.unit.stmts if s.target == name)
-        vm = self.a.unit.group.varmap[st.id]
-        return [vm[v] for v in st.out_vars]
 
     # ------------------------------------------------------------------ expressions
     def tr(self, e: ir.Expr) -> ir.Expr:
@@ -635,116 +480,6 @@ class TileKernel:
                 return tile(f"{px}ix", [(C(0), self.w)])
             return self.at(v) if v.name in self.a.axes else v
         return translate(e, on_ref, on_var)
-
-    # ------------------------------------------------------------------ cross-team reductions
-    def _cross_slots(self, c) -> int:
-        return max(1, dict(self.c.caps).get(self.c.lane, 1)) if c.out_axes and self.c.cache else 1
-
-    def _cross_width(self, c) -> int:
-        return self.twl(self.c) if c.out_axes else 1
-
-    def part_name(self, c) -> str:
-        return f"{self.kname}_{c.target}_part"
-
-    def _block_index(self) -> list[ir.Expr]:
-        out: list[ir.Expr] = [V(v) for v in self.gridvars.values()]
-        if self.cfg.persistent:
-            out.append(V("_bp"))
-        if self.cfg.chunk:
-            out.append(V("_bc"))
-        return out or [C(0)]
-
-    def _part_index(self, c) -> tuple:
-        return tuple(self._block_index()) + tuple(ir.Var(ax) for ax in c.out_axes)
-
-    def _part_store(self, c, reg: str, load: bool = False) -> str:
-        w = self._cross_width(c)
-        text, _ = self.region(self.part_name(c), self._part_index(c), w)
-        vec = self.vector_width(w, c.dtype)
-        attrs = f"with {f'vec={vec}, ' if vec > 1 else ''}mask" + (", other=0" if load else "")
-        return f"load {reg} <- {text} {attrs}" if load else f"store {text} <- {reg} {attrs}"
-
-    def _cross_init(self) -> None:
-        a, B, px = self.a, self.B, self.px
-        for k, c in enumerate(a.cross):
-            B(f"{px}c{k}[0:{self._cross_slots(c)}, 0:{self._cross_width(c)}] = {identity(c.op, c.dtype)}")
-            if c.out_axes and not self.c.cache:  # streaming: this block's partial row in @global, updated in place
-                depth, _ = self._open_sweep(False)
-                B(self._part_store(c, f"{px}c{k}[0, 0:{self._cross_width(c)}]"))
-                for _ in range(depth):
-                    B.close()
-
-    def _cross_accumulate(self, k: int, c) -> None:
-        B, px, w = self.B, self.px, self.w
-        op = "sum" if c.op == "mean" else c.op
-        if not c.out_axes:
-            acc = f"{px}c{k}[0, 0:1]"
-            B(f"{acc} = {combine(op, acc, f'{px}u{k}[0:{w}]')}")
-            return
-        cw = self._cross_width(c)
-        row = fx(self.slot_index) if self.c.cache else "0"
-        acc = f"{px}c{k}[{row}, 0:{cw}]"
-        if not self.c.cache:
-            B(self._part_store(c, acc, load=True))
-        B(f"{acc} = {_update(op, acc, f'{px}u{k}[0:{cw}]')}")
-        if not self.c.cache:
-            B(self._part_store(c, acc))
-
-    def _cross_finish(self) -> None:
-        cfg, a, B, px = self.c, self.a, self.B, self.px
-        for k, c in enumerate(a.cross):
-            op = "sum" if c.op == "mean" else c.op
-            if not c.out_axes:  # one partial per block: reduce over the block's threads
-                B(f"allreduce {op} {px}c{k}[0, 0:1] over _l")
-                if cfg.warps > 1:
-                    B.open("if _l == 0")
-                    B(f"copy _xred{k}[_w:_w + 1] <- {px}c{k}[0, 0:1]")
-                    B.close()
-                    B("sync @block")
-                    B(f"copy {px}y{k}[0:{cfg.warps}] <- _xred{k}[0:{cfg.warps}]")
-                    B(f"{px}c{k}[0, 0:1] = {op}({px}y{k}[0:{cfg.warps}])")
-                B.open("if _l == 0" + (" and _w == 0" if cfg.warps > 1 else ""))
-                B(f"store {self.part_name(c)}[{', '.join(fx(i) for i in self._block_index())}] <- {px}c{k}[0, 0:1]")
-                B.close()
-            elif cfg.cache:
-                depth, idx = self._open_sweep(True)
-                B(self._part_store(c, f"{px}c{k}[{fx(idx)}, 0:{self._cross_width(c)}]"))
-                for _ in range(depth):
-                    B.close()
-
-    def partial_allocs(self) -> list[str]:
-        out = []
-        for c in self.a.cross:
-            dims = [_dim(d) for d in self.griddims] + [self.a.axes[ax] for ax in c.out_axes]
-            out.append(alloc(self.part_name(c), c.dtype, dims, "global"))
-        return out
-
-    def combine_kernel(self, c) -> str:
-        """`target[out] = outer(op over blocks of part[blocks, out])`, one thread per output element."""
-        from passes.middle.graph import Stmt
-        from passes.middle.printer import standalone_kernel
-        st = c.stmt
-        qv = [f"_q{k}" for k in range(len(self.griddims))]
-        inv = {ax: v for v, ax in self.a.unit.group.varmap[st.id].items()}
-        ref = ir.Ref(self.part_name(c), tuple(ir.Var(v) for v in qv) + tuple(ir.Var(inv[ax]) for ax in c.out_axes))
-        red: ir.Expr = ir.Reduce("sum" if c.op == "mean" else c.op, ref)
-        if c.op == "mean":
-            red = ir.BinOp("/", red, prod_expr([st.ranges[v] for v in st.reduce_vars[0]]))
-        outer = translate(c.outer, lambda r: red if r.name == "@x" else r,
-                          lambda v: ir.Var(inv[v.name]) if v.name in inv else v)
-        ranges = {v: st.ranges[v] for v in st.out_vars}
-        ranges.update({v: _dim(self.griddims[k]) for k, v in enumerate(qv)})
-        cs = Stmt(st.id, st.target, st.out_vars, ranges, outer, {0: tuple(qv)}, st.loc)
-        ptype = ir.TensorType(c.dtype, tuple(ranges[v] for v in qv) + tuple(st.ranges[v] for v in st.out_vars))
-        return standalone_kernel(self.a.g, cs, f"{self.kname}_{c.target}", {self.part_name(c): ptype})
-
-
-def _dim(e: ir.Expr):
-    if isinstance(e, ir.Const):
-        return e.value
-    if isinstance(e, ir.Var):
-        return e.name
-    raise Unsupported("a partial buffer over a tiled grid axis")
 
 
 def _acc_dt(d: ir.DType) -> ir.DType:

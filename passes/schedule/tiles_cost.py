@@ -23,7 +23,7 @@ from passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
 
 SECTOR = 32
 REG_WORDS = 128        # registers per thread the cache and accumulators may take
-REG_OVERHEAD = 40      # registers a tile kernel needs besides them (addresses, loop counters, temporaries)
+REG_OVERHEAD = 24      # registers a tile kernel needs besides them (addresses, loop counters, temporaries)
 WARPS = (1, 2, 4, 8, 16, 32)
 
 
@@ -232,8 +232,7 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
         slots = sweep_trips if (cache and dep_sweep) else 1
         words += slots * w * max(1, a.types[r.name].dtype.nbytes // 4)
     wt = kern.twt(cfg)
-    xw = cfg.warps * wt if kern.exchanges() else 0
-    words += len(a.slots) * (wt + w + xw) + len(a.teamdefs) * 2 * wt + len(a.full_stores) * w
+    words += len(a.slots) * (wt + w) + len(a.teamdefs) * 2 * wt + len(a.full_stores) * w
     for c in a.cross:
         words += (sweep_trips if (c.out_axes and cache) else 1) * twl
     regs = words + REG_OVERHEAD

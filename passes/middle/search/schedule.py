@@ -180,7 +180,6 @@ def _pick_variant(scored):
 
 
 def _assemble(g: FuncGraph, choices: list[_Choice]):
-    items: list[str] = []
     kernels: list[str] = []
     owners: dict[str, tuple[int, str, str]] = {}
     stored = {b.name for b in g.buffers.values() if b.role == "temp" and b.stored}
