@@ -26,6 +26,10 @@ class GpuMachine:
     launch_s: kernel launch overhead, seconds.
     clock_hz: SM clock.
     sector_bytes: global-memory transaction granule.
+    reg_overhead: registers a generated kernel needs besides its cached data and accumulators (addresses, loop
+        counters, temporaries); AMD's 64-bit addresses take pairs of VGPRs.
+    max_threads_generated: the largest block the tile recipe generates (hipcc unrolls loops of 1024-thread
+        kernels past their 128 VGPRs on CDNA; measured on gfx90a).
     """
     name: str
     vendor: str
@@ -44,6 +48,8 @@ class GpuMachine:
     launch_s: float
     clock_hz: float
     sector_bytes: int = 32
+    reg_overhead: int = 24
+    max_threads_generated: int = 1024
 
     @classmethod
     def from_data(cls, data: dict) -> "GpuMachine":

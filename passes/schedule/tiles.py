@@ -450,7 +450,10 @@ class TileKernel(TileStores, TileCross):
         B("sync @block")
         for k in ks:
             if self.col:
-                B(f"{px}a{k}[0:{wt}] = {ops[k]}(_red{k}[0:{cfg.warps}, {wt} * _tl:{wt} * _tl + {wt}], axis=0)")
+                B(f"{px}a{k}[0:{wt}] = _red{k}[0, {wt} * _tl:{wt} * _tl + {wt}]")
+                B.open(f"for _x in 1..{cfg.warps}")  # a loop, not one wide reduction: few registers live
+                B(f"{px}a{k}[0:{wt}] = {_update(ops[k], f'{px}a{k}[0:{wt}]', f'_red{k}[_x, {wt} * _tl:{wt} * _tl + {wt}]')}")
+                B.close()
             else:
                 B(f"{px}a{k}[0:1] = {ops[k]}(_red{k}[0:{cfg.warps}])")
 

@@ -23,7 +23,6 @@ from passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
 
 SECTOR = 32
 REG_WORDS = 128        # registers per thread the cache and accumulators may take
-REG_OVERHEAD = 24      # registers a tile kernel needs besides them (addresses, loop counters, temporaries)
 WARPS = (1, 2, 4, 8, 16, 32)
 
 
@@ -184,7 +183,7 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
     w = cfg.tw if cfg.tile else 1
     ext = {ax: _h(d, hints) for ax, d in a.axes.items()}
     threads = cfg.threads
-    if threads > m.max_threads_per_block:
+    if threads > min(m.max_threads_per_block, m.max_threads_generated):
         return None
     # blocks and per-block work
     blocks = 1
@@ -235,7 +234,7 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
     words += len(a.slots) * (wt + w) + len(a.teamdefs) * 2 * wt + len(a.full_stores) * w
     for c in a.cross:
         words += (sweep_trips if (c.out_axes and cache) else 1) * twl
-    regs = words + REG_OVERHEAD
+    regs = words + m.reg_overhead
     budget = min(m.max_regs_per_thread, m.regs_per_sm // threads)  # __launch_bounds__(threads, 1)
     if regs > budget or (cache and words > REG_WORDS):
         return None

@@ -36,3 +36,12 @@ def test_canonical_examples_in_the_docs():
     for text, canonical in examples:
         assert str(parse_pipeline(text, reg)) == canonical
     assert f"`{DEFAULT_PIPELINE}` today" in DOC
+
+
+def test_compile_pipeline_in_the_docs(capsys):
+    """The compile pipeline docs/passes.md shows is what `gir passes --default --target cuda` prints."""
+    from gir.cli import main
+    shown = re.search(r"\$ gir passes --default --target cuda --sizes M=4096,N=1024\n(.*)\n", DOC).group(1)
+    assert main(["passes", "--default", "--target", "cuda", "--sizes", "M=4096,N=1024"]) == 0
+    assert capsys.readouterr().out.strip() == shown
+    assert str(parse_pipeline(shown)) == shown
