@@ -74,7 +74,18 @@ def _sid(stmts, st) -> int:
     raise KeyError(st.stmt.target.name)
 
 
-def candidates(g, rg: Group, stores: set[str], m, hints: dict[str, int], opts: dict) -> list[Candidate]:
+def axis_names(rg: Group, stmts: list, varmap) -> dict[str, str]:
+    """The row kernel's canonical names (_r0, _c0, ...) -> the group's axis names (for decision records)."""
+    out: dict[str, str] = {}
+    for st, ren in zip(rg.stmts, rg.renames):
+        sid = _sid(stmts, st)
+        for var, canon in ren.items():
+            out.setdefault(canon, varmap.get(sid, {}).get(var, var))
+    return out
+
+
+def candidates(g, rg: Group, stores: set[str], m, hints: dict[str, int], opts: dict,
+               names: dict[str, str] | None = None) -> list[Candidate]:
     finfo = FuncInfo(g.func, g.types, rg.stmts, ())
     try:
         rk = RowKernel(rg, finfo, stores, m.warp)
@@ -85,18 +96,20 @@ def candidates(g, rg: Group, stores: set[str], m, hints: dict[str, int], opts: d
     out = []
     forced = opts.get("row_config")
     ests = search(rk, m, hints, vmax)
+    names = names or {}
     if forced is not None:
-        out.append(_candidate(rk, forced, None, m))
-    out += [_candidate(rk, e.config, e, m) for e in ests if forced is None or e.config != forced]
+        out.append(_candidate(rk, forced, None, m, names))
+    out += [_candidate(rk, e.config, e, m, names) for e in ests if forced is None or e.config != forced]
     return out
 
 
-def _candidate(rk: RowKernel, cfg: RowConfig, est, m) -> Candidate:
+def _candidate(rk: RowKernel, cfg: RowConfig, est, m, names: dict[str, str]) -> Candidate:
     warp_mode = cfg.rows_per_block > 1 or cfg.threads == m.warp
     strategy = "row-split" if cfg.split else ("row-warp" if warp_mode else "row-block")
     team = "persistent" if cfg.persistent else ("warp" if warp_mode else "block")
-    C = [f"_c{k}" for k in range(len(rk.g.C))]
-    dec = Decision("rows", blocks=tuple(f"_r{k}" for k in range(len(rk.g.R))), lanes=C[-1], warps=C[-1],
+    C = [names.get(f"_c{k}", f"_c{k}") for k in range(len(rk.g.C))]
+    dec = Decision("rows", blocks=tuple(names.get(f"_r{k}", f"_r{k}") for k in range(len(rk.g.R))),
+                   lanes=C[-1], warps=C[-1],
                    loops=tuple(C[:-1]), vec=cfg.vec, team=team, threads=cfg.threads,
                    tile=(("rows", cfg.rows_per_block),) if cfg.rows_per_block > 1 else (),
                    reduction="multi-block" if cfg.split else ("shuffle" if warp_mode else "shared")

@@ -118,7 +118,8 @@ def unit_candidates(g: FuncGraph, unit: Unit, target: str, m, hints, opts) -> li
     if unit.all_forwarded(g):
         team = set(unit.group.team)
         for rg in rows.row_groups(g, unit.stmts, None if unit.peeled else team, unit.group.varmap):
-            out += rows.candidates(g, rg, unit.stores(g), m, hints, opts)
+            names = rows.axis_names(rg, unit.stmts, unit.group.varmap)
+            out += rows.candidates(g, rg, unit.stores(g), m, hints, opts, names)
         out += transpose.candidates(g, unit.stmts, m, hints)
         out += tiles.candidates(g, unit, m, hints)
     ref = reference.candidates(g, unit, m, hints)

@@ -53,6 +53,8 @@ def _candidate(a: TileAnalysis, est) -> Candidate:
     tile = ((cfg.lane, cfg.lanes_l * (cfg.tw if cfg.tile == cfg.lane else 1)),)
     if cfg.tile and cfg.tile != cfg.lane:
         tile += ((cfg.tile, cfg.tw),)
+    if cfg.lanew:
+        tile += ((cfg.lanew, cfg.lanes_w),)
     dec = Decision("tiles", blocks=cfg.grid, lanes=cfg.lane, warps=cfg.warp_axis, loops=loops,
                    vec=cfg.tw if cfg.tile == cfg.lane else 1, team="persistent" if cfg.persistent else "block",
                    threads=cfg.threads, tile=tile, reduction=reduction, levels=levels,
