@@ -68,13 +68,14 @@ def value_vars_of(e) -> set[str]:
         if isinstance(x, ir.Var):
             out.add(x.name)
         elif not isinstance(x, (ir.Ref, ir.Const)):
-            for child in _children(x):
+            for child in children(x):
                 visit(child)
     visit(e)
     return out
 
 
-def _children(x) -> tuple:
+def children(x) -> tuple:
+    """The operand expressions of an expression node (not reference indices)."""
     if isinstance(x, ir.BinOp):
         return (x.lhs, x.rhs)
     if isinstance(x, ir.UnOp):

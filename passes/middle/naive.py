@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import func_info
+from passes.builtin.exprs import children
 from passes.middle import relations as rel
 from passes.middle.graph import Buffer, Dep, FuncGraph, Group, ModuleGraph, Node, Stmt
 
@@ -56,21 +57,11 @@ def load_scopes(s: Stmt) -> list[tuple[ir.Ref, tuple[str, ...]]]:
         if isinstance(x, ir.Ref):
             out.append((x, scope))
             return
-        for child in _children(x):
+        for child in children(x):
             visit(child, scope)
 
     visit(s.value, tuple(s.out_vars))
     return out
-
-
-def _children(x) -> tuple:
-    if isinstance(x, ir.BinOp):
-        return (x.lhs, x.rhs)
-    if isinstance(x, ir.UnOp):
-        return (x.operand,)
-    if isinstance(x, ir.Call):
-        return x.args
-    return ()
 
 
 def _add_nodes(g: FuncGraph, s: Stmt) -> None:

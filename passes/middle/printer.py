@@ -21,10 +21,17 @@ from gir.parser import parse_text
 from gir.printer import format_expr, format_type
 from gir.walk import reductions_preorder
 from passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, fx, identity, mul, prod_expr, simplify, tile
-from passes.schedule.generic import pick_threads
 from passes.schedule.kinds import BOOL, F32, kind_of
 
 WARP = 32
+
+
+def pick_threads(ext_hint: int, warp: int) -> int:
+    """Threads per block of the reference mapping: the team count rounded up to a power of two, 32..256."""
+    t = warp
+    while t < 256 and t < ext_hint:
+        t *= 2
+    return t
 
 
 def print_graph(g) -> ir.Func:

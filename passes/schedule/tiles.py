@@ -147,10 +147,10 @@ class TileKernel(TileStores, TileCross):
         """Conditions that a thread's team point exists (column tiles: the lane axis, a team warp axis)."""
         cfg, a = self.c, self.a
         out = []
-        if self.col:
+        if self.col and cfg.lane in self.pos:
             out.append(f"{fx(self.pos[cfg.lane])} < {format_expr(dim_expr(a.axes[cfg.lane]))}")
-            if self.team_warps() and cfg.warp_axis in cfg.grid:
-                out.append(f"{fx(self.pos[cfg.warp_axis])} < {format_expr(dim_expr(a.axes[cfg.warp_axis]))}")
+        if self.team_warps() and cfg.warp_axis in cfg.grid:
+            out.append(f"{fx(self.pos[cfg.warp_axis])} < {format_expr(dim_expr(a.axes[cfg.warp_axis]))}")
         return out
 
     @staticmethod
@@ -328,7 +328,12 @@ class TileKernel(TileStores, TileCross):
         depth = 0
         for k, ax in enumerate(cfg.tloop):
             ext = dim_expr(a.axes[ax])
-            if ax == cfg.warp_axis:  # a team axis split over the block's threads, walked in steps of them
+            if ax == cfg.lane:  # column tiles of the lane axis walked by the block (its grid is full)
+                n = cfg.lanes_l * self.twl(cfg)
+                B.open(f"for _t{k} in 0..{format_expr(cdiv_expr(ext, n))}")
+                self.pos[ax] = add(mul(V(f"_t{k}"), C(n)), mul(V("_tl"), C(self.twl(cfg))))
+                depth += 1
+            elif ax == cfg.warp_axis:  # a team axis split over the block's threads, walked in steps of them
                 n = cfg.warps * cfg.lanes_w
                 step, base = (n * cfg.persistent, mul(V("_bp"), C(n))) if k == 0 and cfg.persistent else (n, C(0))
                 B.open(f"for _t{k} in 0..{format_expr(cdiv_expr(ext, step))}")

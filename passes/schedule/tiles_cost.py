@@ -146,14 +146,29 @@ def _team_splits(a: TileAnalysis, lane: str, tile: str | None, col: bool, m, hin
         grid = [t for t in team if t not in tloop]
         if col:
             grid.append(lane)
+        forced = False
         while len(grid) + bool(pers) > 3:  # at most three grid dimensions: walk the outermost ones
             tloop = tuple(tloop[:1]) + (grid.pop(0),) + tuple(tloop[1:]) if pers else (grid.pop(0),) + tuple(tloop)
+            forced = True
         if pers and not tloop:
             continue
         ordered = tuple(t for t in a.axes if t in tloop)
         if pers:
             ordered = tuple(tloop)  # the persistent (or chunked) axis is the outermost one given
         out.append((tuple(grid), ordered, pers))
+        if forced and col and lane in grid and len(tloop) == 1:  # or walk the lane axis's tiles instead
+            g3 = [x for x in team if x != lane]
+            if len(g3) <= 3:
+                out.append((tuple(g3), (lane,), 0))
+        if forced and not pers:  # the walked axes shared grid-stride by several blocks, for parallelism
+            g2, t2 = list(grid), tuple(ordered)
+            if len(g2) == 3:  # make room for the persistent grid dimension: walk one more axis
+                t2 = t2 + (g2.pop(0),) if g2[0] != lane else t2
+            if len(g2) < 3:
+                t2 = tuple(sorted(t2, key=lambda x: -_h(a.axes[x], hints)))  # the longest walked axis is shared
+                for p in (4, 16, 64, m.sms):
+                    if p < _h(a.axes[t2[0]], hints):
+                        out.append((tuple(g2), t2, p))
     return list(dict.fromkeys(out))
 
 
@@ -200,7 +215,9 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
         blocks *= math.ceil(ext[cfg.tloop[0]] / cfg.chunk)
     team_iters = 1  # team points a block walks
     for k, ax in enumerate(cfg.tloop):
-        if ax == cfg.warp_axis:
+        if ax == cfg.lane:
+            team_iters *= math.ceil(ext[ax] / (cfg.lanes_l * twl))
+        elif ax == cfg.warp_axis:
             team_iters *= math.ceil(ext[ax] / (cfg.warps * cfg.lanes_w * max(1, cfg.persistent if k == 0 else 1)))
         elif k == 0 and cfg.persistent:
             team_iters *= math.ceil(ext[ax] / cfg.persistent)

@@ -2,7 +2,8 @@
 broadcasts over any axes, reductions over random axes (alone, or as statistics that normalise their input, one
 or two phases), and permutations followed by element-wise work.
 
-`program(seed)` -> (GIR text, sizes for a correctness run, sizes of about 4M elements for the traffic bound).
+`program(seed)` -> (GIR text, sizes for a correctness run, sizes of about 4M elements for the traffic bound);
+tensors are f32, f16 or bf16 (arithmetic in f32, results rounded once).
 """
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ def _big_sizes(rng: random.Random, rank: int, team_cap: tuple = (), total: int =
 
 def program(seed: int) -> tuple[str, dict[str, int], dict[str, int]]:
     rng = random.Random(seed)
+    dtype = rng.choice(["f32", "f32", "f16", "bf16"])
+    text, small, big = _program(rng, seed)
+    return text.replace("f32[", f"{dtype}["), small, big
+
+
+def _program(rng: random.Random, seed: int) -> tuple[str, dict[str, int], dict[str, int]]:
     rank = rng.choice([2, 3, 3, 4])
     kind = rng.choice(["elementwise", "normalise", "normalise", "reduce", "permute"])
     cap: tuple = ()
