@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.errors import GirError
+from gir.errors import GirError, UsageError
 
 TARGETS = ("cuda", "hip")
 INT32_MAX = 2**31 - 1
@@ -45,7 +45,7 @@ def printer_for(target: str):
     if target == "hip":
         from codegen.hip import HipPrinter
         return HipPrinter()
-    raise GirError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
+    raise UsageError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
 
 
 def choose_index_type(func: ir.Func, sizes: dict[str, int], option: str | None = None) -> str:

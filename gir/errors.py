@@ -18,7 +18,8 @@ class Loc:
     def source_line(self) -> str | None:
         if self.source is None:
             return None
-        lines = self.source.splitlines()
+        from gir.source import source_lines  # lines as the lexer counts them ("\n" only)
+        lines = source_lines(self.source)
         return lines[self.line - 1] if 0 < self.line <= len(lines) else None
 
 
@@ -37,7 +38,8 @@ class Diagnostic:
             width = 1
             if self.loc.end_col and self.loc.end_col > self.loc.col:
                 width = self.loc.end_col - self.loc.col
-            out.append(f"  {line}")
+            from gir.source import visible
+            out.append(f"  {visible(line)}")
             out.append("  " + " " * (self.loc.col - 1) + "^" + "~" * (width - 1))
         out.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(out)
@@ -78,3 +80,7 @@ class DiagnosticCollector:
     def raise_if_any(self) -> None:
         if self.diagnostics:
             raise GirError(diagnostics=self.diagnostics)
+
+
+class UsageError(GirError):
+    """A mistake on the command line (a flag, a size binding, a target name): exit status 2, no location."""

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from gir import ir
-from gir.errors import GirError
+from gir.errors import GirError, UsageError
 from gir.shapes import FuncInfo, StmtInfo, func_info
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -98,22 +98,61 @@ def check_footprint(func: ir.Func, sizes: dict[str, int], limit: int = MAX_DATA_
                         "use smaller --sizes"])
 
 
-def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Fresh random inputs (normal floats, small ints, random booleans); never zeros."""
+DOMAIN_RANGE = (0.5, 2.0)  # default values of inputs that must be positive (see domain_ranges)
+_POSITIVE_ARG = ("log", "sqrt", "rsqrt", "pow")  # functions whose (first) argument must be positive
+
+
+def domain_ranges(func: ir.Func) -> dict[str, tuple[float, float]]:
+    """{input: DOMAIN_RANGE} for each float input that an operator-layer function reads directly (possibly
+    through a cast) as the argument of log, sqrt or rsqrt, or as the base of pow: normal values would be
+    outside their domain half of the time. Explicit functions: {}."""
+    from gir.walk import walk
+
+    floats = {p.name for p in func.params if p.type.dtype.is_float}
+    out: dict[str, tuple[float, float]] = {}
+    for item in func.body:
+        if not isinstance(item, ir.Assign):
+            continue
+        for e in walk(item.value):
+            if isinstance(e, ir.Call) and e.fn in _POSITIVE_ARG and e.args:
+                arg = e.args[0]
+                while isinstance(arg, ir.Call) and arg.fn in ir.CASTS and len(arg.args) == 1:
+                    arg = arg.args[0]
+                if isinstance(arg, ir.Ref) and arg.name in floats:
+                    out[arg.name] = DOMAIN_RANGE
+    return out
+
+
+def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator,
+                  ranges: dict[str, tuple[float, float]] | None = None,
+                  given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Fresh random inputs, never zeros: standard normal floats, small positive integers, random booleans.
+
+    `ranges`: {float input: (lo, hi)} draws that input uniformly from [lo, hi) instead; by default
+    `domain_ranges(func)`, so that log(x) or sqrt(x) of an input runs inside its domain. `given`: inputs that
+    are not drawn (they are returned as they are)."""
+    given = given or {}
+    ranges = domain_ranges(func) if ranges is None else ranges
     out = {}
     for p in func.params:
         missing = [d for d in p.type.shape if isinstance(d, str) and d not in sizes]
-        if missing:
-            raise GirError(f"size {missing[0]} of input '{p.name}' is not given (use --sizes "
+        if missing and p.name not in given:
+            raise UsageError(f"size {missing[0]} of input '{p.name}' is not given (use --sizes "
                            f"{missing[0]}=...)")  # a command-line problem: one line, no source excerpt
     check_footprint(func, sizes)
     for p in func.params:
+        if p.name in given:
+            out[p.name] = given[p.name]
+            continue
         shape = shape_of(p.type, sizes)
         dt = p.type.dtype
         if dt == ir.DType.bool:
             out[p.name] = rng.random(shape) < 0.5
         elif dt.is_int:
             out[p.name] = rng.integers(1, 8, size=shape).astype(dt.numpy)
+        elif p.name in ranges:
+            lo, hi = ranges[p.name]
+            out[p.name] = rng.uniform(lo, hi, shape).astype(dt.numpy)
         else:
             out[p.name] = rng.standard_normal(shape).astype(dt.numpy)
     return out
@@ -273,4 +312,4 @@ def _cast(value: np.ndarray, dt: ir.DType) -> np.ndarray:
         return value.astype(dt.numpy)
 
 
-__all__ = ["evaluate", "bind_sizes", "random_inputs", "shape_of", "FuncInfo"]
+__all__ = ["evaluate", "bind_sizes", "random_inputs", "domain_ranges", "shape_of", "FuncInfo"]

@@ -107,3 +107,27 @@ def check_literal(c: ir.Const, diag: DiagnosticCollector) -> None:
     if isinstance(c.value, float) and c.value == c.value and abs(c.value) != float("inf") and abs(c.value) > F32_MAX:
         diag.error(f"literal {c.value!r} overflows f32, the type floating-point arithmetic is done in", c.loc,
                    "write inf if you mean infinity")
+
+
+I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def check_i32_literals(e: ir.Expr, diag: DiagnosticCollector) -> None:
+    """Integer arithmetic without an i64 operand is done in i32: a literal beyond its range would wrap.
+    Indices (inside `[...]`) are not values and are not checked here."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Const) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            if not I32_MIN <= x.value <= I32_MAX:
+                diag.error(f"integer literal {x.value} overflows i32, the type this integer arithmetic is done in",
+                           x.loc, "use an i64 operand (e.g. i64(...)) or a floating-point literal")
+        elif isinstance(x, ir.UnOp):
+            stack.append(x.operand)
+        elif isinstance(x, ir.BinOp):
+            stack += [x.lhs, x.rhs]
+        elif isinstance(x, ir.Call):
+            if x.fn != "i64":
+                stack += list(x.args)
+        elif isinstance(x, ir.Reduce):
+            stack.append(x.arg)

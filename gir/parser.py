@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import lark
@@ -14,6 +15,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from gir import ir
 from gir.errors import GirError, Loc
+from gir.limits import check_tree, ensure_recursion_headroom
+from gir.source import describe_char, read_source, source_lines
 
 _NAMED_CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
 
@@ -332,6 +335,12 @@ def _token_text(name: str) -> str:
     return name.lower()
 
 
+def _end_of(source: str) -> tuple[int, int]:
+    """(line, col) just after the last character, as the lexer counts lines."""
+    lines = source_lines(source.rstrip("\r\n"))
+    return len(lines), len(lines[-1]) + 1
+
+
 def _syntax_error(exc: UnexpectedInput, filename: str, source: str) -> GirError:
     line, col = getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0
     if isinstance(exc, UnexpectedToken):
@@ -339,20 +348,18 @@ def _syntax_error(exc: UnexpectedInput, filename: str, source: str) -> GirError:
         found = "end of input" if tok.type == "$END" else f"'{tok}'"
         expected = sorted({_token_text(t) for t in exc.expected})
         if tok.type == "$END":
-            lines = source.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
+            line, col = _end_of(source)
         notes = [f"expected one of: {', '.join(expected[:12])}"] if expected else []
         if tok.type == "$END" and "RBRACE" in exc.expected:
             notes.insert(0, "a '{' block is not closed: missing '}'")
         end = col + len(str(tok)) if tok.type != "$END" else None
         return GirError(f"syntax error: unexpected {found}", Loc(filename, line, col, end, source), notes)
     if isinstance(exc, UnexpectedCharacters):
-        ch = source.splitlines()[line - 1][col - 1] if line else "?"
-        return GirError(f"syntax error: unexpected character '{ch}'", Loc(filename, line, col, None, source))
+        ch = exc.char if getattr(exc, "char", None) else "?"
+        return GirError(f"syntax error: unexpected character {describe_char(ch)}",
+                        Loc(filename, line, col, None, source))
     if isinstance(exc, UnexpectedEOF):
-        lines = source.splitlines() or [""]
-        return GirError("syntax error: unexpected end of input",
-                        Loc(filename, len(lines), len(lines[-1]) + 1, None, source))
+        return GirError("syntax error: unexpected end of input", Loc(filename, *_end_of(source), None, source))
     return GirError(f"syntax error: {exc}", Loc(filename, line, col, None, source))
 
 
@@ -364,6 +371,8 @@ def parse_text(source: str, filename: str = "<string>") -> ir.Module:
         raise _syntax_error(exc, filename, source) from None
     if not source.strip():
         raise GirError("the file defines no function", Loc(filename, 1, 1, None, source))
+    check_tree(tree, filename, source)
+    ensure_recursion_headroom()
     try:
         return _Builder(filename, source).transform(tree)
     except VisitError as exc:
@@ -372,10 +381,13 @@ def parse_text(source: str, filename: str = "<string>") -> ir.Module:
         raise
 
 
+def lex_all(source: str) -> Iterator[Token]:
+    """Every token of `source` in order, the ignored ones (COMMENT, WS) included: how `gir fmt` finds the
+    comments that `parse_text` drops. A lexer pass of its own, so nothing is shared between parses."""
+    return _lark().lex(source, dont_ignore=True)
+
+
 def parse_file(path: str | Path) -> ir.Module:
-    path = Path(path)
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise GirError(f"cannot read {path}: {exc.strerror}") from None
-    return parse_text(source, str(path))
+    """Parse a file ("-" reads standard input); bytes that are not UTF-8 are a located error."""
+    source, name = read_source(path)
+    return parse_text(source, name)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from gir import ir
 
@@ -91,12 +92,25 @@ def _attrs(pairs: list[str]) -> str:
     return (" with " + ", ".join(pairs)) if pairs else ""
 
 
-def format_stmt(s, depth: int) -> list[str]:
-    pad = INDENT * depth
+class Line(NamedTuple):
+    """One printed line: `INDENT * depth + text`. `node` is the statement or function it belongs to and `role`
+    where in that node it stands: "stmt" (a whole simple statement), "open" (a block's header, up to `{`),
+    "else" (`} else {`) or "close" (`}`). `gir.comments` places comments and blank lines by these."""
+    depth: int
+    text: str
+    node: object
+    role: str
+
+    def render(self) -> str:
+        return INDENT * self.depth + self.text
+
+
+def stmt_lines(s, depth: int) -> list[Line]:
+    """The printed lines of one statement (a block statement's header, body and closing brace)."""
     if isinstance(s, ir.Assign):
-        return [f"{pad}{format_ref(s.target)} = {format_expr(s.value)}"]
+        return [Line(depth, f"{format_ref(s.target)} = {format_expr(s.value)}", s, "stmt")]
     if isinstance(s, ir.Alloc):
-        return [f"{pad}alloc {s.name}: {format_type(s.type)} @{s.level.value}"]
+        return [Line(depth, f"alloc {s.name}: {format_type(s.type)} @{s.level.value}", s, "stmt")]
     if isinstance(s, ir.Move):
         pairs = []
         if s.vec != 1:
@@ -105,40 +119,51 @@ def format_stmt(s, depth: int) -> list[str]:
             pairs.append("mask")
         if s.other is not None:
             pairs.append(f"other={format_const(s.other)}")
-        return [f"{pad}{s.kind} {format_ref(s.dst)} <- {format_ref(s.src)}{_attrs(pairs)}"]
+        return [Line(depth, f"{s.kind} {format_ref(s.dst)} <- {format_ref(s.src)}{_attrs(pairs)}", s, "stmt")]
     if isinstance(s, ir.XReduce):
         pairs = [f"width={s.width}"] if s.width is not None else []
-        return [f"{pad}allreduce {s.op} {format_ref(s.target)} over {s.var}{_attrs(pairs)}"]
+        return [Line(depth, f"allreduce {s.op} {format_ref(s.target)} over {s.var}{_attrs(pairs)}", s, "stmt")]
     if isinstance(s, ir.Sync):
-        return [f"{pad}sync @{s.level.value}"]
+        return [Line(depth, f"sync @{s.level.value}", s, "stmt")]
     if isinstance(s, ir.Parallel):
-        head = f"{pad}parallel {s.var} in {format_expr(s.lo)}..{format_expr(s.hi)} @{s.level.value} {{"
-        return [head, *_block(s.body, depth + 1), pad + "}"]
+        head = f"parallel {s.var} in {format_expr(s.lo)}..{format_expr(s.hi)} @{s.level.value} {{"
+        return _braced(s, depth, head, s.body)
     if isinstance(s, ir.For):
         step = f" step {s.step}" if s.step != 1 else ""
-        head = f"{pad}for {s.var} in {format_expr(s.lo)}..{format_expr(s.hi)}{step} {{"
-        return [head, *_block(s.body, depth + 1), pad + "}"]
+        return _braced(s, depth, f"for {s.var} in {format_expr(s.lo)}..{format_expr(s.hi)}{step} {{", s.body)
     if isinstance(s, ir.If):
-        lines = [f"{pad}if {format_expr(s.cond)} {{", *_block(s.then, depth + 1)]
+        lines = [Line(depth, f"if {format_expr(s.cond)} {{", s, "open"), *_block(s.then, depth + 1)]
         if s.orelse:
-            lines += [pad + "} else {", *_block(s.orelse, depth + 1)]
-        return lines + [pad + "}"]
+            lines += [Line(depth, "} else {", s, "else"), *_block(s.orelse, depth + 1)]
+        return lines + [Line(depth, "}", s, "close")]
     if isinstance(s, ir.Kernel):
         pairs = [f"{k}={v}" for k, v in s.attrs]
-        return [f"{pad}kernel {s.name}{_attrs(pairs)} {{", *_block(s.body, depth + 1), pad + "}"]
+        return _braced(s, depth, f"kernel {s.name}{_attrs(pairs)} {{", s.body)
     raise TypeError(f"not a statement: {s!r}")
 
 
-def _block(stmts, depth: int) -> list[str]:
-    return [line for s in stmts for line in format_stmt(s, depth)]
+def _braced(node, depth: int, head: str, body) -> list[Line]:
+    return [Line(depth, head, node, "open"), *_block(body, depth + 1), Line(depth, "}", node, "close")]
+
+
+def _block(stmts, depth: int) -> list[Line]:
+    return [line for s in stmts for line in stmt_lines(s, depth)]
+
+
+def format_stmt(s, depth: int) -> list[str]:
+    return [line.render() for line in stmt_lines(s, depth)]
+
+
+def func_lines(f: ir.Func) -> list[Line]:
+    params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.params)
+    results = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.results)
+    return _braced(f, 0, f"func {f.name}({params}) -> ({results}) {{", f.body)
 
 
 def format_func(f: ir.Func) -> str:
-    params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.params)
-    results = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.results)
-    lines = [f"func {f.name}({params}) -> ({results}) {{", *_block(f.body, 1), "}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(line.render() for line in func_lines(f)) + "\n"
 
 
 def print_module(m: ir.Module) -> str:
+    """Canonical text of a module, without comments (`gir.comments.format_source` keeps a file's comments)."""
     return "\n".join(format_func(f) for f in m.funcs)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from gir import ir
 from gir.affine import Affine, to_affine
 from gir.errors import DiagnosticCollector, GirError, Loc
-from gir.kinds import KIND_BOOL, KIND_FLOAT, KIND_INT, KNOWN_FUNCS, KindChecker, check_literal  # noqa: F401
+from gir.kinds import KIND_BOOL, KIND_FLOAT, KIND_INT, KNOWN_FUNCS, KindChecker, check_i32_literals, check_literal  # noqa: F401
 from gir.walk import reductions_preorder, walk as _walk  # noqa: F401  (re-exported)
 
 
@@ -163,6 +163,9 @@ class _FuncAnalyzer(KindChecker):
         if len(self.diag.diagnostics) > errors_before:
             return None
         shape = tuple(ranges[v][0] for v in out_vars)
+        target_i64 = t.name in self.results and self.results[t.name].type.dtype == ir.DType.i64
+        if kind == KIND_INT and not target_i64 and not self.uses_i64(s.value):
+            check_i32_literals(s.value, self.diag)
         if t.name in self.results:
             rtype = self.results[t.name].type
             if rtype.shape != shape:

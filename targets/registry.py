@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from gir.errors import GirError
+from gir.errors import GirError, UsageError
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,13 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
 
 
 def get_target(name: str) -> Target:
+    """The target of a name (`mlu` is an alias of `mlu-sim`, as on every subcommand)."""
+    from gir.cli.targets import canonical
+
     try:
-        return TARGETS[name]
+        return TARGETS[canonical(name)]
     except KeyError:
-        raise GirError(f"unknown target '{name}'", None,
+        raise UsageError(f"unknown target '{name}'", None,
                        [f"known targets: {', '.join(TARGETS)}"]) from None
 
 

@@ -64,6 +64,7 @@ class _Buf:
 
 def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[MluKernelSource]:
     """``fuse``: merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
+    from passes.analysis.limits import mlu_index_overflow
     gbufs = {}
     for p in func.params + func.results:
         if any(isinstance(d, str) for d in p.type.shape):
@@ -72,6 +73,11 @@ def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[M
     for item in func.body:
         if isinstance(item, ir.Alloc):
             gbufs[item.name] = _Buf(item.name, item.type.dtype, tuple(item.type.shape), "gdram")
+    decls = {x.name: x.loc for x in func.params + func.results + tuple(i for i in func.body if isinstance(i, ir.Alloc))}
+    for b in gbufs.values():   # every offset below is C `int` (the language has no 64-bit integers)
+        too_big = mlu_index_overflow(b.name, b.phys)
+        if too_big:
+            raise GirError(too_big[0], decls.get(b.name), too_big[1])
     return [_KernelEmitter(func, k, gbufs, pipeline, fuse).run() for k in func.kernels]
 
 

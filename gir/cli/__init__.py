@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from gir.errors import GirError
+from gir.errors import GirError, UsageError
 
 # subcommand modules, in the order `gir --help` lists them
 SUBCOMMANDS = ["check", "fmt", "eval", "compile", "run", "analyze", "opt", "passes_cmd", "bench"]
@@ -26,10 +26,31 @@ EPILOG = """examples:
 """
 
 
+EXIT_CODES = """exit status:
+  0  success
+  1  an error in the input (a located file:line:col diagnostic), a wrong result (gir run), a file that is
+     not canonical (gir fmt --check), or a target that cannot run here (no GPU)
+  2  a usage error: an unknown flag or target, a bad --sizes / --range binding, a size the program does
+     not use (no location: the mistake is on the command line)
+  130 interrupted
+
+FILE may be '-' to read standard input.
+"""
+
+
+def version() -> str:
+    try:
+        from importlib.metadata import version as dist_version
+        return dist_version("gir")
+    except Exception:  # not installed (running from a checkout)
+        return "0.1.0"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gir", description="GIR: a memory-centric tensor compiler for memory-bound operators.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG + "\n" + EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gir {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
@@ -48,20 +69,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except UsageError as exc:
+        print(exc.format(), file=sys.stderr)
+        return 2
     except GirError as exc:
         print(exc.format(), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `gir check FILE | head`: the reader went away; not an error of gir
+        _quiet_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print("gir: interrupted", file=sys.stderr)
+        return 130
     except Exception as exc:  # a simulator's own diagnostic (it names a place in the emitted program text)
         if type(exc).__name__ != "MluError":
             raise
         print(f"{exc}\nnote: raised while simulating the MLU program that gir emitted for {args.file!s}",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("gir: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that the interpreter's final flush stays silent."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ def run(args) -> int:
     from passes.analysis.idfg import build_idfg
     from passes.analysis.traffic import format_table, kernel_traffic
 
-    module = load_verified(args.file)
-    func = pick_func(module, args.func_name, args.file)
     sizes = parse_sizes(args.sizes)
+    module = load_verified(args.file, sizes)
+    func = pick_func(module, args.func_name, args.file)
     if not func.is_explicit:
         from gir import ir
         if args.idfg:  # the function-level graph the compiler optimises

@@ -1,6 +1,8 @@
 """`gir bench`: benchmark suites of memory-bound operators on a target."""
 from __future__ import annotations
 
+from gir.cli.targets import add_target_argument
+
 import sys
 from pathlib import Path
 
@@ -12,22 +14,28 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "bench", help="benchmark memory-bound operator suites",
-        description="Benchmark suites (or GIR files) on a target. Reports compile time, compulsory and moved "
-                    "bytes, and time: CUDA events on a GPU (with torch eager / torch.compile / cupy baselines), "
-                    "simulated time vs roofline and op-by-op on mlu-sim, traffic and correctness on sim.",
-        epilog="examples:\n  gir bench softmax --target sim --quick\n"
+        description="Benchmark suites (or GIR files) on a target; with no SUITE, every suite ('all').\n"
+                    "Reports compile time, compulsory and moved bytes, and time: CUDA events on a GPU (with torch\n"
+                    "eager / torch.compile / cupy baselines), simulated time vs roofline and op-by-op on mlu-sim,\n"
+                    "traffic and correctness on sim. Writes results.json (with the git commit of the compiler),\n"
+                    "results.csv and one PNG per suite (needs matplotlib: pip install 'gir-compiler[bench]').\n"
+                    "Progress: one line per case on stderr when stderr is a terminal or the run is expected to\n"
+                    "take more than a few seconds (-q: none).",
+        epilog="examples:\n  gir bench                      every suite (all) on sim, full sizes\n"
+               "  gir bench softmax --target sim --quick\n"
                "  gir bench all --target mlu-sim --quick --dtypes f32 -o out/bench\n"
                "  gir bench samples/softmax.gir --sizes M=4096,N=1024 --target cuda",
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("what", nargs="+", metavar="SUITE|FILE",
-                   help=f"suite names ({', '.join(SUITE_NAMES)}) or .gir files")
-    p.add_argument("--target", default="sim", choices=["sim", "mlu-sim", "cuda"])
+    p.add_argument("what", nargs="*", default=["all"], metavar="SUITE|FILE",
+                   help=f"suite names ({', '.join(SUITE_NAMES)}) or .gir files (default: all, every suite)")
+    add_target_argument(p, {"sim": "sim", "mlu-sim": "mlu-sim", "cuda": "cuda"}, "sim")
     p.add_argument("--quick", action="store_true", help="small sizes (for CI)")
     p.add_argument("--dtypes", default="f32,f16,bf16", help="element types of suite cases (default all three)")
     p.add_argument("--sizes", help="sizes for FILE arguments, e.g. M=4096,N=1024")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=50, help="timed runs per case on cuda (median reported)")
     p.add_argument("--no-baselines", action="store_true", help="skip torch/cupy baselines")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("-o", "--out", default="bench-out", help="directory for results.json/.csv and PNGs")
     p.set_defaults(func=run)
 
@@ -40,11 +48,13 @@ def run(args) -> int:
     if bad:
         raise GirError(f"unknown --dtypes entry '{bad[0]}' (use f32, f16, bf16)")
     cases = collect_cases(args.what, quick=args.quick, dtypes=dtypes, sizes_text=args.sizes)
-    rows, table, files = run_bench(cases, args, argv=sys.argv[2:] if sys.argv[1:2] == ["bench"] else sys.argv[1:])
-    print(table)
-    for f in files:
+    result = run_bench(cases, args, argv=sys.argv[2:] if sys.argv[1:2] == ["bench"] else sys.argv[1:])
+    print(result.table)
+    for f in result.files:
         print(f"wrote {f}")
-    return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
+    for note in result.notes:
+        print(note, file=sys.stderr)
+    return 1 if any(r["status"] in ("FAIL", "ERROR") for r in result.rows) else 0
 
 
 __all__ = ["register", "run", "Path"]

@@ -1,9 +1,12 @@
 """`gir check FILE...`: parse and verify; then run the z3/isl kernel checks on explicit kernels."""
 from __future__ import annotations
 
+from gir.cli.targets import add_target_argument
+
 import sys
 
 from gir.cli.common import load_verified, parse_sizes
+from gir.source import display_name
 
 
 def register(sub) -> None:
@@ -13,7 +16,10 @@ def register(sub) -> None:
                                    "Exit 0 if all are valid, 1 with file:line:col diagnostics otherwise.")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-    p.add_argument("--target", default="cuda", help="capacity limits: cuda, cuda-optin, hip, mlu (default cuda)")
+    add_target_argument(p, {"cuda": "cuda", "cuda-optin": "cuda-optin", "sim": "cuda", "hip": "hip",
+                                         "mlu-sim": "mlu"}, "cuda",
+                        "the machine whose limits the checks use (sim checks as cuda; a kernel `with "
+                        "shared=optin` gets the opt-in shared memory);")
     p.add_argument("--sizes", help="fix sizes for the checks, e.g. M=4096,N=1000")
     p.add_argument("--no-deep", action="store_true", help="only parse and verify; skip the kernel checks")
     p.add_argument("--strict", action="store_true", help="treat possible int32 overflow at unbounded sizes as an error")
@@ -27,7 +33,7 @@ def run(args) -> int:
     status = 0
     for path in args.files:
         try:
-            module = load_verified(path)
+            module = load_verified(path, sizes)
             warnings = []
             if not getattr(args, "no_deep", False) and any(f.is_explicit for f in module.funcs):
                 from passes.analysis.checks import check_module
@@ -40,5 +46,5 @@ def run(args) -> int:
         for w in warnings:
             print(w.format(), file=sys.stderr)
         if not args.quiet:
-            print(f"{path}: ok")
+            print(f"{display_name(path)}: ok")
     return status

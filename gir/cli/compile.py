@@ -1,19 +1,22 @@
 """`gir compile FILE --target cuda|hip`: run the compile pipeline (IDFG passes + search) and generate GPU source.
 
 Without -o, prints the explicit GIR (--emit gir), the source (--emit source, the default) or both.
-With -o DIR, writes NAME.cu / NAME.hip and NAME.json (launch metadata) per kernel, plus FILE.gir with
---emit gir|all; with -o FILE.cu|FILE.hip, writes all kernels into that one file and FILE.json (a list).
+With -o DIR/ (or an existing directory), writes NAME.cu / NAME.hip / NAME.mlu and NAME.json (launch metadata)
+per kernel, plus FILE.gir with --emit gir|all; with -o FILE, writes exactly FILE (and --meta FILE.json).
 Everything is generated before anything is written, and every file is written atomically.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from gir import ir
+from gir.cli.targets import add_target_argument
 from gir.cli.common import load_verified, parse_sizes, write_atomic
-from gir.errors import GirError
+from gir.errors import UsageError
+from gir.source import display_name
 
 
 def register(sub) -> None:
@@ -22,8 +25,12 @@ def register(sub) -> None:
                                    "passes, the search; `gir passes --default --target T` prints it, --passes "
                                    "replaces it) and generate CUDA or HIP source plus JSON launch metadata.")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--target", choices=["cuda", "hip", "mlu"], default="cuda")
-    p.add_argument("-o", "--output", metavar="OUT", help="output directory, or a .cu/.hip file")
+    add_target_argument(p, {"cuda": "cuda", "hip": "hip", "mlu-sim": "mlu"}, "cuda",
+                        "the code to generate (mlu-sim, alias mlu: the simulated MLU's language);")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="write exactly this file (the source; the explicit GIR with --emit gir); a directory "
+                        "when OUT ends with '/' or is one: a source and a launch-metadata JSON per kernel")
+    p.add_argument("--meta", metavar="FILE.json", help="also write the launch metadata (grid, block, arguments)")
     p.add_argument("--emit", choices=["gir", "source", "all"], default="source",
                    help="what to print (or, with -o, also write the explicit GIR for gir/all)")
     p.add_argument("--sizes", metavar="M=4,N=7", help="size hints; fixes symbolic thread extents")
@@ -44,10 +51,26 @@ def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
     an error stops the compilation before any file is written."""
     if getattr(args, "no_check", False):
         return
+    from dataclasses import replace
+
     from passes.analysis.checks import check_module
 
-    for warning in check_module(module, target, sizes or None, False, getattr(args, "index_type", "int32")):
-        print(warning.format(), file=sys.stderr)
+    index_type = getattr(args, "index_type", "auto")
+    for f in module.funcs:
+        seen = set()
+        warnings = check_module(ir.Module((f,)), target, sizes or None, False, index_type)
+        for warning in warnings:
+            if warning.check == "overflow":
+                if index_type != "auto" or "overflow" in seen:
+                    continue  # chosen with --index-type, or already said once for this function
+                seen.add("overflow")
+            if warning.loc is not None and warning.loc.file.startswith("<") and f.loc is not None:
+                notes = tuple(n.replace("mark the kernel `with index=int64`", "choose --index-type int64 or int32")
+                              for n in warning.notes)
+                warning = replace(warning, loc=f.loc, notes=notes)  # a scheduled kernel: the user's function
+            if warning.format() not in seen:
+                seen.add(warning.format())
+                print(warning.format(), file=sys.stderr)
 
 
 def run(args) -> int:
@@ -60,7 +83,7 @@ def run(args) -> int:
     sizes = parse_sizes(args.sizes)
     if args.target == "mlu":
         return _run_mlu(args, sizes)
-    module = lower(load_verified(args.file), args.target, sizes, args, args.file)
+    module = lower(load_verified(args.file, sizes), args.target, sizes, args, args.file)
     verify_module(module)
     check_kernels(module, args.target, sizes, args)
     kernels = emit_module(module, args.target, sizes, {"index_type": args.index_type})
@@ -71,28 +94,33 @@ def run(args) -> int:
         if args.emit in ("source", "all"):
             sys.stdout.write(combined_source(kernels))
         return 0
-    out = Path(args.output)
     ext = ".cu" if args.target == "cuda" else ".hip"
+    per_kernel = {}
+    for k in kernels:
+        per_kernel[k.name + ext] = k.source
+        per_kernel[k.name + ".json"] = k.to_json()
+    meta = json.dumps([k.meta for k in kernels], indent=2) + "\n"
+    return _write_outputs(args, per_kernel, combined_source(kernels), gir_text, meta)
+
+
+def _write_outputs(args, per_kernel: dict[str, str], source: str, gir_text: str, meta: str) -> int:
+    """-o DIR/ (or an existing directory): one file per kernel and its launch metadata, plus FILE.gir with
+    --emit gir|all. -o FILE: exactly that file (the source, or the explicit GIR with --emit gir); --meta
+    FILE.json adds the launch metadata. Everything is generated first; every file is written atomically."""
+    out = Path(args.output)
     files: dict[Path, str] = {}
-    if out.suffix == ".gir":
-        if args.emit != "gir":
-            raise GirError(f"-o {out}: a .gir output holds the explicit GIR only; add --emit gir")
-        write_atomic(out, gir_text)
-        print(out)
-        return 0
-    if out.suffix in (".cu", ".hip"):
-        files[out] = combined_source(kernels)
-        files[out.with_suffix(".json")] = json.dumps([k.meta for k in kernels], indent=2) + "\n"
-        gir_path = out.with_suffix(".gir")
+    if args.output.endswith(("/", os.sep)) or out.is_dir():
+        files = {out / name: text for name, text in per_kernel.items()}
+        if args.emit in ("gir", "all"):
+            files[out / (Path(display_name(args.file)).stem + ".gir")] = gir_text
     else:
-        if out.exists() and not out.is_dir():
-            raise GirError(f"output '{out}' exists and is not a directory (name a .cu/.hip file or a directory)")
-        for k in kernels:
-            files[out / (k.name + ext)] = k.source
-            files[out / (k.name + ".json")] = k.to_json()
-        gir_path = out / (Path(args.file).stem + ".gir")
-    if args.emit in ("gir", "all"):
-        files[gir_path] = gir_text
+        if args.emit == "all":
+            raise UsageError(f"-o {out}: --emit all writes several files; name a directory (end it with '/')")
+        if out.suffix == ".gir" and args.emit != "gir":
+            raise UsageError(f"-o {out}: a .gir output holds the explicit GIR only; add --emit gir")
+        files[out] = gir_text if args.emit == "gir" else source
+    if args.meta:
+        files[Path(args.meta)] = meta
     for path, text in files.items():
         write_atomic(path, text)
     for path in files:
@@ -106,9 +134,9 @@ def _run_mlu(args, sizes) -> int:
     from gir.printer import print_module
     from passes.schedule_mlu import schedule_mlu
 
-    module = load_verified(args.file)
+    module = load_verified(args.file, sizes)
     if not sizes and any(f.size_symbols() for f in module.funcs if not f.is_explicit):
-        raise GirError("--target mlu needs --sizes (MLU kernels have static tiles), e.g. --sizes M=4096,N=1024")
+        raise UsageError("--target mlu needs --sizes (MLU kernels have static tiles), e.g. --sizes M=4096,N=1024")
     funcs = [f if f.is_explicit else schedule_mlu(f, sizes) for f in module.funcs]
     check_kernels(ir.Module(tuple(funcs)), "mlu", sizes, args)
     srcs = {f.name: emit_func(f) for f in funcs}
@@ -119,18 +147,12 @@ def _run_mlu(args, sizes) -> int:
         if args.emit in ("source", "all"):
             sys.stdout.write("".join(k.source for ks in srcs.values() for k in ks))
         return 0
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise GirError(f"output '{out}' exists and is not a directory")
-    files: dict[Path, str] = {}
+    per_func: dict[str, str] = {}
+    metas = []
     for name, ks in srcs.items():
-        files[out / (name + ".mlu")] = "".join(k.source for k in ks)
+        per_func[name + ".mlu"] = "".join(k.source for k in ks)
         meta = [{"kernel": k.name, "task_dim": k.metadata["task_dim"], "params": k.metadata["params"]} for k in ks]
-        files[out / (name + ".json")] = json.dumps({"func": name, "sizes": sizes, "kernels": meta}, indent=2) + "\n"
-    if args.emit in ("gir", "all"):
-        files[out / (Path(args.file).stem + ".gir")] = gir_text
-    for path, text in files.items():
-        write_atomic(path, text)
-    for path in files:
-        print(path)
-    return 0
+        metas.append({"func": name, "sizes": sizes, "kernels": meta})
+        per_func[name + ".json"] = json.dumps(metas[-1], indent=2) + "\n"
+    source = "".join(k.source for ks in srcs.values() for k in ks)
+    return _write_outputs(args, per_func, source, gir_text, json.dumps(metas, indent=2) + "\n")

@@ -26,7 +26,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from gir.evaluate import evaluate, random_inputs
 
-    module = load_verified(args.file)
+    sizes = parse_sizes(args.sizes)
+    module = load_verified(args.file, sizes)
     func = pick_func(module, args.func_name, args.file)
     if args.inputs:
         try:
@@ -38,7 +39,7 @@ def run(args) -> int:
         except (OSError, ValueError, EOFError) as exc:
             raise GirError(f"cannot read inputs from {args.inputs}: {exc}") from None
     else:
-        inputs = random_inputs(func, parse_sizes(args.sizes), np.random.default_rng(args.seed))
+        inputs = random_inputs(func, sizes, np.random.default_rng(args.seed))
     dtype = np.float64 if args.precision == "f64" else np.float32
     outputs = evaluate(func, inputs, compute_dtype=dtype)
     for name, arr in outputs.items():

@@ -1,6 +1,8 @@
 """`gir passes [NAME...] [--default]`: list the registered passes, or print the default pipeline."""
 from __future__ import annotations
 
+from gir.cli.targets import add_target_argument
+
 import inspect
 
 
@@ -13,7 +15,8 @@ def register(sub) -> None:
     p.add_argument("--default", action="store_true",
                    help="print the default pipeline and exit: that of `gir opt`, or with --target that of "
                         "`gir compile --target T`")
-    p.add_argument("--target", choices=["cuda", "hip", "sim"], help="with --default: the compile target")
+    add_target_argument(p, {"sim": "sim", "cuda": "cuda", "hip": "hip"}, None,
+                        "with --default: the compile target (the MLU schedules outside the pipeline);")
     p.add_argument("--sizes", metavar="M=4,N=7", help="with --default --target: the size hints of the pipeline")
     p.set_defaults(func=run)
 

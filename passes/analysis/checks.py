@@ -1,12 +1,18 @@
 """Kernel checks, for all values of the symbolic sizes (z3, with isl fast paths).
 
 Each `check_*(ki, ctx)` returns CheckDiagnostics naming the instruction and a counterexample:
+- check_inputs: no instruction writes a parameter of the function (inputs are read-only);
+- check_threads: the block fits the target machine (threads per block, lanes per warp; cores per cluster),
+  see launch.py;
 - check_bounds: every unmasked access lies inside its buffer;
 - check_races: no two distinct threads/lanes/blocks touch one address between barriers with a write
   (two-thread encoding: two instances with their own copies of the parallel variables);
 - check_barriers: `sync @block`/`@cluster` only under conditions uniform across the block/cluster;
+- check_collectives: `allreduce` (and `sync @warp` on CUDA) only under conditions uniform across the lanes
+  taking part (divergence.py, one encoding with check_barriers);
 - check_alignment: a `vec=W` access starts every vector at a linear offset that is a multiple of W;
-- check_overflow: linear indices of global tensors fit int32 unless the kernel has `with index=int64`;
+- check_overflow: linear indices of global tensors fit int32 unless the kernel has `with index=int64`
+  (MLU kernels: always, the MLU code generator has no 64-bit indices);
 - check_capacity: on-chip allocations fit the target's per-block/per-core memories.
 """
 from __future__ import annotations
@@ -19,12 +25,12 @@ from gir import ir
 from gir.errors import GirError
 from passes.analysis import isl_helpers as ih
 from passes.analysis import z3_helpers as zh
-from passes.analysis.access import BARRIER_LEVELS, KernelInfo, collect, slice_len
+from passes.analysis.access import KernelInfo, collect, slice_len
 from passes.analysis.diagnostics import CheckDiagnostic, make
-from passes.analysis.limits import capacity_limits
-from passes.analysis.races import INNER, check_races, unique_accesses
-
-INT32_LIMIT = 2 ** 31
+from passes.analysis.divergence import check_barriers, check_collectives
+from passes.analysis.launch import check_threads
+from passes.analysis.limits import INT32_LIMIT, capacity_limits, mlu_index_overflow
+from passes.analysis.races import check_races, unique_accesses
 
 
 @dataclass
@@ -103,53 +109,6 @@ def _isl_in_bounds(ki, ins, acc, params) -> bool:
         return False
 
 
-# ----------------------------------------------------------------- barriers
-def check_barriers(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
-    out = []
-    for ins in ki.instrs:
-        if ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS:
-            continue
-        nonuniform = set(ins.par_vars(*INNER))
-        for v in ins.vars:
-            if v.level is None and (_free(v.lo) | _free(v.hi)) & nonuniform:
-                nonuniform.add(v.name)
-        if not any(_free(c) & nonuniform for c in ins.conds) and not any(
-                v.level is None and v.name in nonuniform for v in ins.vars):
-            continue
-        envs, cons, execs = [dict(ctx.env.sizes), dict(ctx.env.sizes)], list(ctx.env.constraints), []
-        for v in ins.vars:
-            if v.level in INNER:
-                for s, env in zip("12", envs):
-                    env[v.name] = z3.Int(f"{v.name}@{s}")
-                    cons += [zh.expr(v.lo, env) <= env[v.name], env[v.name] < zh.expr(v.hi, env)]
-            else:
-                x = z3.Int(v.name)
-                for env in envs:
-                    env[v.name] = x
-                if v.level is not None:
-                    cons += [zh.expr(v.lo, envs[0]) <= x, x < zh.expr(v.hi, envs[0])]
-        for env in envs:
-            parts = [zh.cond(c, env) for c in ins.conds]
-            for v in ins.vars:
-                if v.level is None:
-                    parts += [zh.expr(v.lo, env) <= env[v.name], env[v.name] < zh.expr(v.hi, env)]
-            execs.append(z3.And(parts))
-        status, model = zh.solve(cons + [execs[0] != execs[1]])
-        if status == "sat":
-            out.append(make("barrier", f"sync @{ins.stmt.level.value} under a condition that differs between "
-                            f"threads of one {ins.stmt.level.value}", ins, model, names=_shown(ki, ins),
-                            notes=["thread 1 reaches the barrier and thread 2 does not (or the other way round)"]))
-        elif status == "unknown":
-            out.append(make("barrier", "could not prove the barrier block-uniform (timeout)", ins,
-                            severity="warning"))
-    return out
-
-
-def _free(e) -> set[str]:
-    from gir.affine import free_vars
-    return free_vars(e)
-
-
 # ---------------------------------------------------------------- alignment
 def check_alignment(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
     out = []
@@ -190,7 +149,8 @@ def check_alignment(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
 def check_overflow(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
     """The one-past-the-end linear index of every global tensor a kernel touches must fit int32
     (numel < 2**31), unless the kernel says `with index=int64`."""
-    if dict(ki.kernel.attrs).get("index") == "int64" or ctx.index_type == "int64":
+    mlu = ki.family == "mlu"   # no 64-bit indices on the MLU: neither `index=int64` nor an index type helps
+    if not mlu and (dict(ki.kernel.attrs).get("index") == "int64" or ctx.index_type == "int64"):
         return []
     out, symbolic, seen = [], [], set()
     for ins in ki.instrs:
@@ -202,7 +162,12 @@ def check_overflow(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
             fixed = [d if isinstance(d, int) else ctx.sizes.get(d) for d in buf.type.shape]
             if None not in fixed:
                 numel = _prod(fixed)
-                if numel >= INT32_LIMIT and ctx.index_type != "auto":   # auto: the code generator picks int64
+                if mlu and numel >= INT32_LIMIT:
+                    message, notes = mlu_index_overflow(buf.name, numel)
+                    cex = {d: ctx.sizes[d] for d in buf.type.shape if isinstance(d, str)}
+                    out.append(make("overflow", message, _declaration(ki.func, buf.name) or ins, cex,
+                                    notes=notes + [f"accessed by {ins.name} ({ins.kind}) at {ins.loc}"]))
+                elif numel >= INT32_LIMIT and ctx.index_type != "auto":   # auto: the code generator picks int64
                     cex = {d: ctx.sizes[d] for d in buf.type.shape if isinstance(d, str)}
                     out.append(make("overflow", f"'{buf.name}' has {numel} elements: its linear index does not fit "
                                     "int32", ins, cex, notes=["mark the kernel `with index=int64`"]))
@@ -217,8 +182,16 @@ def check_overflow(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
         names = ", ".join(f"'{b.name}'" for b, _ in symbolic)
         out.append(make("overflow", f"linear indices of {names} can exceed int32 for large sizes",
                         ki.kernel.loc or ins, cex, severity="error" if ctx.strict else "warning",
-                        notes=["give --sizes, or mark the kernel `with index=int64`"]))
+                        notes=["give --sizes" if mlu else "give --sizes, or mark the kernel `with index=int64`"]))
     return out
+
+
+def _declaration(func: ir.Func, name: str):
+    """Where a global tensor is declared: its parameter/result or function-level alloc."""
+    for p in func.params + func.results:
+        if p.name == name:
+            return p.loc
+    return next((item.loc for item in func.body if isinstance(item, ir.Alloc) and item.name == name), None)
 
 
 def _prod(xs) -> int:
@@ -226,6 +199,20 @@ def _prod(xs) -> int:
     for x in xs:
         n *= x
     return n
+
+
+# ------------------------------------------------------------------- inputs
+def check_inputs(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
+    """Parameters are inputs: no store, copy or compute of a kernel may write them."""
+    inputs = {p.name for p in ki.func.params}
+    out = []
+    for ins in ki.instrs:
+        for acc in ins.accesses:
+            if acc.write and acc.buf.name in inputs and acc.buf.level.off_chip:
+                out.append(make("input", f"store into input tensor '{acc.buf.name}': inputs are read-only", ins,
+                                notes=[f"'{acc.buf.name}' is a parameter of '{ki.func.name}'; write a result or "
+                                       "a function-level alloc instead"]))
+    return out
 
 
 # ----------------------------------------------------------------- capacity
@@ -246,8 +233,9 @@ def check_capacity(ki: KernelInfo, ctx: CheckContext) -> list[CheckDiagnostic]:
     return out
 
 
-CHECKS = {"bounds": check_bounds, "race": check_races, "barrier": check_barriers,
-          "alignment": check_alignment, "overflow": check_overflow, "capacity": check_capacity}
+CHECKS = {"input": check_inputs, "threads": check_threads, "bounds": check_bounds, "race": check_races,
+          "barrier": check_barriers, "collective": check_collectives, "alignment": check_alignment,
+          "overflow": check_overflow, "capacity": check_capacity}
 
 
 def check_kernel(func: ir.Func, kernel: ir.Kernel, target: str = "cuda", sizes: dict[str, int] | None = None,

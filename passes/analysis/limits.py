@@ -11,6 +11,9 @@ MLU_DEFAULTS = {ir.Level.nram: 768 * KIB, ir.Level.wram: 1024 * KIB, ir.Level.sr
 TARGETS = tuple(GPU_SHARED) + ("mlu",)
 # @reg arrays beyond the register file spill to local memory, which CUDA caps at 512 KiB per thread
 GPU_REG_PER_THREAD = 512 * KIB
+# int32 index arithmetic: a tensor's one-past-the-end linear index must stay below this. The MLU code generator
+# has no other index type (the BANG C of targets/mlu has no 64-bit integers); GPU kernels may use int64.
+INT32_LIMIT = 2 ** 31
 
 
 def capacity_limits(target: str, family: str, attrs: dict[str, str]) -> dict[ir.Level, int]:
@@ -31,3 +34,17 @@ def _mlu_limits() -> dict[ir.Level, int]:
         return {ir.Level.nram: m.nram_bytes, ir.Level.wram: m.wram_bytes, ir.Level.sram: m.sram_bytes}
     except (ImportError, AttributeError, TypeError):
         return dict(MLU_DEFAULTS)
+
+
+def elements_text(n: int) -> str:
+    """An element count as people read it: `2^40` for powers of two, else the number."""
+    return f"2^{n.bit_length() - 1}" if n > 1 and n & (n - 1) == 0 else str(n)
+
+
+def mlu_index_overflow(name: str, numel: int) -> tuple[str, list[str]] | None:
+    """(message, notes) for a tensor whose linear indices do not fit the MLU target's int32, or None."""
+    if numel < INT32_LIMIT:
+        return None
+    return (f"index arithmetic overflows int32 on the MLU target: '{name}' has {elements_text(numel)} elements",
+            ["the MLU code generator indexes tensors with int: at most 2^31 - 1 elements per tensor",
+             "split the tensor, or compile for a GPU target"])

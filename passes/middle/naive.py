@@ -18,6 +18,9 @@ def build_module(module: ir.Module) -> ModuleGraph:
 
 
 def build_func(func: ir.Func) -> FuncGraph:
+    from gir.limits import refuse_empty_tensors
+
+    refuse_empty_tensors(func)
     info = func_info(func)
     g = FuncGraph(func, info)
     results = {p.name for p in func.results}

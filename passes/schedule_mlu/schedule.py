@@ -77,6 +77,9 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
                  tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024) -> ir.Func:
     """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model.
     `nram`: the NRAM bytes the schedules may plan for (smaller values force chunked long rows in tests)."""
+    from gir.limits import refuse_empty_tensors
+
+    refuse_empty_tensors(func)
     try:
         return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram)
     except NoTileFits as e:

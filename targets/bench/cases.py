@@ -23,6 +23,13 @@ class Case:
         dims = "x".join(str(v) for v in self.sizes.values())
         return f"{self.op}[{dims}] {self.dtype}"
 
+    @property
+    def spelled(self) -> str:
+        """`softmax f32 M=4096,N=1024` (a file: its path and sizes), as progress lines name a case."""
+        sizes = ",".join(f"{k}={v}" for k, v in self.sizes.items())
+        head = self.filename if self.suite == "files" else f"{self.op} {self.dtype}"
+        return f"{head} {sizes}".rstrip()
+
 
 _R3 = (128, 4096, 4095)
 

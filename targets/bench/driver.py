@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gir.cli.common import parse_sizes
 from gir.errors import GirError
 from targets.bench.cases import SUITE_NAMES, Case, suite_cases
 from targets.bench.envinfo import environment
-from targets.bench.progress import Progress
-from targets.bench.report import plot_suites, summary_table, write_csv, write_json
+from targets.bench.plot import PlotsUnavailable, write_plots
+from targets.bench.progress import Progress, expected_seconds, outcome, wanted
+from targets.bench.report import summary_table, write_csv, write_json
 
 
 def collect_cases(what: list[str], quick: bool, dtypes, sizes_text: str | None) -> list[Case]:
@@ -31,28 +33,48 @@ def collect_cases(what: list[str], quick: bool, dtypes, sizes_text: str | None) 
     return cases
 
 
-def run_bench(cases: list[Case], args, argv: list[str]):
+@dataclass
+class BenchRun:
+    rows: list[dict]
+    table: str                                       # the summary table (stdout)
+    files: list[Path]                                # what was written
+    notes: list[str] = field(default_factory=list)   # one line each for stderr (no PNG written, ...)
+
+
+def run_bench(cases: list[Case], args, argv: list[str]) -> BenchRun:
     from targets.bench.runners import make_runner
 
+    env = environment(argv, args.seed)  # before anything is written: the commit and its dirty flag as measured
+    env["target"] = args.target
     runner = make_runner(args.target, args)
-    progress = Progress(len(cases))
+    show = wanted(sys.stderr, args.quiet, expected_seconds(cases, args.target, args.quick))
+    progress = Progress(len(cases), enabled=show)
     rows = []
     for case in cases:
         row = {"suite": case.suite, "op": case.op, "dtype": case.dtype, "sizes": dict(case.sizes),
                "label": case.label}
+        error = None
+        progress.start(case.spelled)
         try:
             row.update(runner.measure(case))
         except GirError as exc:
-            row.update(status="ERROR", note=exc.format().splitlines()[0])
-            print(exc.format(), file=sys.stderr)
+            error = exc.format()
+            row.update(status="ERROR", note=error.splitlines()[0])
+        except KeyboardInterrupt:
+            progress.finish("interrupted")
+            raise
         rows.append(row)
-        progress.step(f"{case.label}: {row.get('status')}")
-    out = Path(args.out)
-    env = environment(argv, args.seed)
-    env["target"] = args.target
+        progress.finish(outcome(row, args.target))
+        if error:
+            print(error, file=sys.stderr)
     env.update(runner.environment())
+    out = Path(args.out)
     files = [out / "results.json", out / "results.csv"]
     write_json(files[0], env, rows)
     write_csv(files[1], rows)
-    files += plot_suites(out, rows, args.target)
-    return rows, summary_table(rows, args.target), files
+    run = BenchRun(rows, summary_table(rows, args.target), files)
+    try:
+        run.files += write_plots(out, rows, args.target)
+    except PlotsUnavailable as exc:
+        run.notes.append(f"gir bench: {exc}")
+    return run

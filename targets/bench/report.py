@@ -1,4 +1,4 @@
-"""Results → JSON, CSV, a summary table and one bandwidth/roofline PNG per suite."""
+"""Results → JSON, CSV and the summary table (the PNGs: targets/bench/plot.py)."""
 from __future__ import annotations
 
 import csv
@@ -60,58 +60,3 @@ def summary_table(rows: list[dict], target: str) -> str:
             cells.append(text.ljust(w) if name == "case" else text.rjust(w))
         lines.append("  ".join(cells))
     return "\n".join(lines)
-
-
-def plot_suites(out_dir: Path, rows: list[dict], target: str) -> list[Path]:
-    """One PNG per suite: achieved bandwidth (or traffic ratio) against problem size, per op and dtype."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    written = []
-    for suite in sorted({r["suite"] for r in rows}):
-        sel = [r for r in rows if r["suite"] == suite and r.get("compulsory_bytes")]
-        if not sel:
-            continue
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        metric, ylabel = _metric(target)
-        series: dict[str, list[tuple[float, float]]] = {}
-        for r in sel:
-            y = r.get(metric)
-            if y is None:
-                continue
-            series.setdefault(f"{r['op']} {r['dtype']}", []).append((r["compulsory_bytes"], y))
-        for name, pts in sorted(series.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        roof = [r.get("copy_gbps") for r in sel if r.get("copy_gbps")]
-        if metric == "gbps" and roof:
-            ax.axhline(max(roof), color="k", linestyle="--", label="device copy")
-        if metric == "traffic_ratio":
-            ax.axhline(1.0, color="k", linestyle="--", label="compulsory")
-        ax.set_xscale("log")
-        ax.set_xlabel("compulsory bytes (inputs read once + outputs written once)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"gir bench {suite} --target {target}")
-        ax.grid(True, alpha=0.3)
-        if series:
-            ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=110)
-        plt.close(fig)
-        path = out_dir / f"{suite}-{target}.png"
-        write_atomic(path, buf.getvalue())
-        written.append(path)
-    return written
-
-
-def _metric(target: str) -> tuple[str, str]:
-    if target == "cuda":
-        return "gbps", "achieved GB/s (compulsory bytes / time)"
-    if target == "mlu-sim":
-        return "vs_roofline", "simulated time / DMA roofline"
-    return "traffic_ratio", "bytes moved / compulsory bytes"

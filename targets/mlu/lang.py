@@ -96,12 +96,12 @@ def _fmin(a, b):
     return min(a, b)
 
 
-def _safe(fn):
+def _ieee(fn):
+    """C math semantics for a numpy function: a pole or an overflow gives +-inf, a domain error NaN (Python's
+    math module raises instead: logf(0) must be -inf, expf(1000) +inf, powf(0, -1) +inf)."""
     def run(*args):
-        try:
-            return fn(*args)
-        except (ValueError, OverflowError):
-            return math.nan
+        with np.errstate(all="ignore"):
+            return float(fn(*(np.float64(a) for a in args)))
     return run
 
 
@@ -113,11 +113,11 @@ SCALAR_FUNCS: dict[str, tuple[int, bool, object]] = {
     "fminf": (2, False, _fmin),
     "fmaxf": (2, False, _fmax),
     "fabsf": (1, False, abs),
-    "expf": (1, False, _safe(math.exp)),
-    "logf": (1, False, _safe(math.log)),
-    "sqrtf": (1, False, _safe(math.sqrt)),
+    "expf": (1, False, _ieee(np.exp)),
+    "logf": (1, False, _ieee(np.log)),
+    "sqrtf": (1, False, _ieee(np.sqrt)),
     "tanhf": (1, False, math.tanh),
-    "powf": (2, False, _safe(math.pow)),
+    "powf": (2, False, _ieee(np.power)),
 }
 
 

@@ -34,7 +34,7 @@ extern "C" __global__ void __launch_bounds__(64, 1) rev(const float* __restrict_
 def test_shared_memory_and_barrier(order):
     lib = compile_source(BLOCK_REVERSE.replace("SYNC", "__syncthreads()"), ["rev"])
     n = 100
-    x = np.random.default_rng().standard_normal(n).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     xb, yb = buf(x), buf(shape=(n,))
     launch(lib, "rev", (2, 1, 1), (64, 1, 1), [xb, yb, np.int32(n)], order)
     want = np.empty(n, np.float32)
@@ -49,7 +49,7 @@ def test_shared_memory_and_barrier(order):
 def test_missing_barrier_is_exposed_by_the_thread_order():
     """Without the barrier, thread order 0 happens to work; reverse order reads unwritten (poisoned) shared memory."""
     lib = compile_source(BLOCK_REVERSE.replace("SYNC", "(void)0"), ["rev"])
-    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
     yb = buf(shape=(64,))
     launch(lib, "rev", (1, 1, 1), (64, 1, 1), [buf(x), yb, np.int32(64)], order=1)
     assert np.isnan(yb.array).sum() == 32  # the second half of the threads ran first
@@ -90,7 +90,7 @@ def _shfl_ref(x, mode, b, w):
                                       (2, 2, 32), (2, 7, 8), (3, 5, 32), (3, 13, 8)])
 def test_shuffle_semantics(mode, b, w):
     lib = compile_source(SHUFFLES, ["shf"])
-    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
     yb = buf(shape=(64,))
     launch(lib, "shf", (1, 1, 1), (64, 1, 1), [buf(x), yb, np.int32(mode), np.int32(b), np.int32(w)], order=2)
     np.testing.assert_array_equal(yb.array, _shfl_ref(x, mode, b, w))
@@ -174,7 +174,7 @@ def test_16bit_conversions_round_to_nearest_even():
     import ml_dtypes
 
     lib = compile_source(CONVERT, ["conv", "vec"])
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(0)
     x = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-6, 6, 500),
                         [0.0, -0.0, np.inf, -np.inf, 65520.0, 1e-8, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11,
                          1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8]]).astype(np.float32)
@@ -190,7 +190,7 @@ def test_16bit_conversions_round_to_nearest_even():
 
 def test_vector_types():
     lib = compile_source(CONVERT, ["conv", "vec"])
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(0)
     x = (rng.random(4 * 33) + 0.5).astype(np.float32)
     hx = rng.standard_normal(8 * 33).astype(np.float16)
     yb, hyb = buf(shape=(4 * 33,)), buf(shape=(8 * 33,), dtype=ir.DType.f16)
@@ -221,7 +221,7 @@ def test_emitted_transpose_without_its_barrier_fails():
     func = parse_file(root / "tests/gpu_codegen/kernels/transpose_smem.gir").funcs[0]
     (ks,) = codegen.emit_func(func, "cuda", {"M": 32, "N": 32})
     assert ks.source.count("__syncthreads();") == 1
-    x = np.random.default_rng().standard_normal((32, 32)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
     for source, broken in ((ks.source, False), (ks.source.replace("__syncthreads();", ""), True)):
         lib = compile_source(source, [ks.name])
         bad = 0

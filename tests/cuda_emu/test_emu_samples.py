@@ -107,7 +107,7 @@ HAND = [  # (file, {size: value}, reference, tolerance)
 @pytest.mark.parametrize("order", [0, 1, 3])
 def test_hand_written_kernel(path, sizes, ref, tol, order):
     func = gir.parse_file(str(ROOT / path)).funcs[0]
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(zlib.crc32(f"{path}{sorted(sizes.items())}{order}".encode()))
     inputs = {}
     for p in func.params:
         shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.type.shape)
@@ -115,7 +115,13 @@ def test_hand_written_kernel(path, sizes, ref, tol, order):
     res = run_func(func, inputs, sizes, order=order)
     for out_name, want in ref(**inputs).items():
         assert res.unwritten[out_name] == 0
-        np.testing.assert_allclose(res.outputs[out_name].astype(np.float64), want, rtol=tol, atol=tol * 1e-2)
+        got = res.outputs[out_name].astype(np.float64)
+        assert got.shape == want.shape
+        if tol == 0.0:  # data movement only: bit-exact
+            np.testing.assert_array_equal(got, want)
+        else:  # norm-wise against the reference's magnitude (a sum that nearly cancels is not judged alone)
+            err = np.linalg.norm(got - want) / max(np.linalg.norm(want), np.finfo(np.float64).tiny)
+            assert err <= tol, f"{out_name}: norm-wise relative error {err:.3e} > {tol:g}"
 
 
 def test_persistent_schedule_from_large_size_hints():

@@ -57,7 +57,7 @@ def test_fmt_prints_canonical_and_is_idempotent(capsys, tmp_path):
     f.write_text(MESSY)
     rc, out, _ = gir(capsys, "fmt", f)
     assert rc == 0
-    assert out == "func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i] * 2.0 + -1.0\n}\n"
+    assert out == "func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i] * 2.0 + -1.0  # comment\n}\n"
     f2 = tmp_path / "canon.gir"
     f2.write_text(out)
     assert gir(capsys, "fmt", f2)[1] == out
@@ -109,7 +109,7 @@ def test_eval_prints_summary(capsys):
 def test_eval_size_errors_are_one_liners(capsys, tmp_path, sizes, message):
     out_file = tmp_path / "out.npz"
     rc, _, err = gir(capsys, "eval", SOFTMAX, "--sizes", sizes, "-o", out_file)
-    assert rc == 1
+    assert rc == 2  # a usage error
     assert err.strip().splitlines() == [message]
     assert not out_file.exists()
 

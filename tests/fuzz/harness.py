@@ -31,6 +31,8 @@ LOCATIONLESS = [re.compile(p) for p in (
     r"^error: cannot read ",                              # missing/unreadable file or --inputs
     r"^error: no function '",                             # --func NAME
     r"^error: unknown target '",                          # --target NAME
+    r"^error: --sizes binds ",                            # --sizes names a size the file does not use
+    r"^error: --target mlu needs --sizes ",               # the MLU has static tiles
     r"^gir: no CUDA device available",                    # environment
     r"^usage: gir",                                       # argparse (exit 2)
     r"^[^:]+: not in canonical form$",                    # fmt --check

@@ -33,7 +33,7 @@ def test_emitted_gir_parses_back_to_the_same_code(capsys, target):
 
 
 def test_output_directory(tmp_path, capsys):
-    assert main(["compile", EXPLICIT, "-o", str(tmp_path / "out"), "--emit", "all"]) == 0
+    assert main(["compile", EXPLICIT, "-o", f"{tmp_path / 'out'}/", "--emit", "all"]) == 0
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert files == ["softmax_rows.cu", "softmax_rows.gir", "softmax_rows.json"]
     meta = json.loads((tmp_path / "out/softmax_rows.json").read_text())
@@ -46,7 +46,9 @@ def test_output_file_hip(tmp_path, capsys):
     out = tmp_path / "k.hip"
     assert main(["compile", SOFTMAX, "--target", "hip", "-o", str(out)]) == 0
     assert "__global__" in out.read_text()
-    assert isinstance(json.loads(out.with_suffix(".json").read_text()), list)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.hip"]  # exactly the file named
+    assert main(["compile", SOFTMAX, "--target", "hip", "-o", str(out), "--meta", str(tmp_path / "k.json")]) == 0
+    assert isinstance(json.loads((tmp_path / "k.json").read_text()), list)
 
 
 def test_errors_leave_no_output(tmp_path, capsys):

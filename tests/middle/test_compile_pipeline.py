@@ -73,7 +73,7 @@ def test_missed_remarks_always_passed_remarks_with_R(tmp_path, capsys):
     assert main(["compile", SOFTMAX, "--emit", "gir", "-R"]) == 0
     err = capsys.readouterr().err
     assert "remark: fused 'mx', 'e', 's', 'y' into one kernel" in err and "[-Rpass-analysis=schedule]" in err
-    assert "    mx[i]   = max(x[i, j])" in err and "^~~" in err  # located at the source, with a caret
+    assert "    mx[i] = max(x[i, j])" in err and "^~~" in err  # located at the source, with a caret
 
 
 @dataclass(frozen=True)

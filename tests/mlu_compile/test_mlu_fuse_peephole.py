@@ -126,7 +126,7 @@ def test_random_programs_keep_their_values():
         body = _BODY.replace("BODY", "\n".join(lines)).splitlines()   # the whole body, as emit.py passes it
         fused, n = fuse_lines(body, TYPES)
         merged += n
-        data = np.random.default_rng().uniform(-2, 2, 1088).astype(np.float32)
+        data = np.random.default_rng(0).uniform(-2, 2, 1088).astype(np.float32)
         outs = []
         for text in (body, fused):
             prog = parse_program(_DECLS + "\n".join(text))
@@ -149,7 +149,7 @@ def _run(f, x, sizes, fuse_on, monkeypatch):
 def test_samples_use_fusion_and_keep_their_values(name, expected, monkeypatch):
     sizes = {"M": 256, "N": 256}
     f = parse_file(f"samples/{name}.gir").funcs[0]
-    x = random_inputs(f, sizes, np.random.default_rng())
+    x = random_inputs(f, sizes, np.random.default_rng(0))
     fused, plain = (_run(f, x, sizes, on, monkeypatch) for on in (True, False))
     for text in expected:
         assert f"__bang_fusion({text}" in fused.source

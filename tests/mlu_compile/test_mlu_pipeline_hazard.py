@@ -34,7 +34,7 @@ MIXED = SCALE.replace("alloc a: f32[8, 64] @nram", "alloc a: f32[8, 64] @nram\n 
 
 def _check(text, factor, trips=5):
     f = parse_text(text.replace("0..5", f"0..{trips}").replace("[40, 64]", f"[{8 * trips}, 64]")).funcs[0]
-    x = np.random.default_rng().standard_normal((8 * trips, 64)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((8 * trips, 64)).astype(np.float32)
     src = "".join(k.source for k in emit_func(f))
     assert "__memcpy_async" in src                 # pipelined
     assert "__nram__ float a[1536];" in src        # three slots of the 8 x 64 tile

@@ -68,7 +68,7 @@ def test_results_are_never_merged():
 def test_bit_identical_to_every_copy_computed(src, monkeypatch):
     f = parse_file(src).funcs[0] if src.endswith(".gir") else parse_text(src).funcs[0]
     sizes = {s: v for s, v in zip(f.size_symbols(), (37, 200))}
-    x = random_inputs(f, sizes, np.random.default_rng())
+    x = random_inputs(f, sizes, np.random.default_rng(0))
     merged = run_func(f, x, sizes).outputs
     ref = evaluate(f, x, sizes)
     monkeypatch.setattr(lower_rows_mod, "number_values", lambda m: m)

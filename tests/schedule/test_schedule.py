@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import glob
-import time
 
 import pytest
 
@@ -38,9 +37,7 @@ def _lower(name, sizes=None, target="cuda"):
 @pytest.mark.parametrize("target", ["cuda", "hip"])
 def test_every_sample_lowers_verifies_and_round_trips(path, target):
     src = parse_file(path)
-    t0 = time.perf_counter()
-    out = lower_module(src, target, {"sizes": {}})
-    assert time.perf_counter() - t0 < 2.0
+    out = lower_module(src, target, {"sizes": {}})  # compile times: docs/scheduling.md (measured, not asserted)
     verify_module(out)
     assert parse_text(print_module(out)) == out
     for f, g in zip(src.funcs, out.funcs):

@@ -224,7 +224,7 @@ def _check(out: ir.Func, owners: dict, choices: list[_Choice], target: str, g: F
         if key not in _CHECKED:
             if len(_CHECKED) > 4096:
                 _CHECKED.clear()
-            _CHECKED[key] = [d for d in check_kernel(out, k, ctarget) if d.severity == "error"]
+            _CHECKED[key] = [d for d in check_kernel(out, k, ctarget, index_type="auto") if d.severity == "error"]
         if _CHECKED[key]:
             bad.setdefault(ci, []).extend(_CHECKED[key])
     for ci, errors in bad.items():

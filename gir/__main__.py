@@ -1,0 +1,5 @@
+import sys
+
+from gir.cli import main
+
+sys.exit(main())

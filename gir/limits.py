@@ -1,0 +1,93 @@
+"""The front end's stated limits, checked on the parse tree before anything recurses over it.
+
+Deeper nesting, longer literals or more statements than these are refused with a located error naming the
+limit, instead of reaching Python's recursion limit or a quadratic blow-up further down.
+"""
+from __future__ import annotations
+
+from lark import Token, Tree
+
+from gir.errors import GirError, Loc
+
+MAX_NESTING = 256        # expression and block nesting (parentheses, operators, calls, selects, loops)
+MAX_STATEMENTS = 1024    # statements in one function (a chain of 1000 compiles in about 5 s)
+MAX_FUNCS = 256          # functions in one file
+MAX_LITERAL_CHARS = 64   # characters of one number literal
+MAX_INT_LITERAL = (1 << 63) - 1
+
+
+def check_tree(tree: Tree, filename: str, source: str) -> None:
+    """Walk the parse tree iteratively; GirError at the first place that exceeds a limit."""
+    def loc(node) -> Loc:
+        if isinstance(node, Token):
+            return Loc(filename, node.line, node.column, node.end_column, source)
+        meta = node.meta
+        end = meta.end_column if getattr(meta, "end_line", None) == getattr(meta, "line", None) else None
+        return Loc(filename, getattr(meta, "line", 1), getattr(meta, "column", 1), end, source)
+
+    funcs = [c for c in tree.children if isinstance(c, Tree) and c.data == "func"]
+    if len(funcs) > MAX_FUNCS:
+        raise GirError(f"too many functions in one file: {len(funcs)} (the limit is {MAX_FUNCS})",
+                       loc(funcs[MAX_FUNCS]), ["split the file"])
+    for func in funcs:
+        _check_func(func, loc)
+
+
+def _check_func(func: Tree, loc) -> None:
+    stack = [(func, 0)]
+    statements = 0
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Token):
+            if node.type == "NUMBER":
+                _check_number(node, loc)
+            continue
+        if node is None:
+            continue
+        if node.data in _STATEMENTS:
+            statements += 1
+            if statements > MAX_STATEMENTS:
+                raise GirError(f"too many statements in one function: more than {MAX_STATEMENTS}",
+                               loc(node), ["split the function"])
+        if depth > MAX_NESTING:
+            raise GirError(f"nested too deeply: more than {MAX_NESTING} levels of expressions and blocks",
+                           loc(node), ["name an intermediate result with its own statement"])
+        stack.extend((child, depth + 1) for child in reversed(node.children))  # source order
+
+
+_STATEMENTS = {"assign", "alloc", "load", "store", "copy", "xreduce", "sync", "parallel", "forloop",
+               "ifstmt", "kernel"}
+
+
+def _check_number(tok: Token, loc) -> None:
+    text = str(tok)
+    if len(text) > MAX_LITERAL_CHARS:
+        raise GirError(f"number literal too long: {len(text)} characters (the limit is {MAX_LITERAL_CHARS})",
+                       Loc(loc(tok).file, tok.line, tok.column, tok.column + 1, loc(tok).source))
+    if text.isdigit():
+        if int(text) > MAX_INT_LITERAL:
+            raise GirError(f"integer literal {text} does not fit in 64 bits", loc(tok))
+    elif float(text) == float("inf"):
+        raise GirError(f"number literal {text} overflows to infinity", loc(tok),
+                       ["write `inf` if infinity is meant"])
+
+
+# Code below the front end recurses over expressions (a few frames per level); MAX_NESTING levels need
+# more than Python's default limit of 1000 frames, far less than the C stack allows.
+RECURSION_LIMIT = 20_000
+
+
+def ensure_recursion_headroom() -> None:
+    import sys
+
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+def refuse_empty_tensors(func, what: str = "compiling") -> None:
+    """Code generation assumes every tensor has elements: a literal zero-size dimension is refused, located
+    at the declaration (the evaluator, `gir eval`, handles empty tensors)."""
+    for p in tuple(func.params) + tuple(func.results):
+        if any(d == 0 for d in p.type.shape if isinstance(d, int)):
+            raise GirError(f"'{p.name}' has a zero-size dimension: {what} tensors without elements is not "
+                           "supported yet", p.loc or func.loc, ["`gir eval` evaluates programs on empty tensors"])
