@@ -35,12 +35,8 @@ class Diagnostic:
         out = [f"{head}{self.severity}: {self.message}"]
         line = self.loc.source_line() if self.loc else None
         if line is not None:
-            width = 1
-            if self.loc.end_col and self.loc.end_col > self.loc.col:
-                width = self.loc.end_col - self.loc.col
-            from gir.source import visible
-            out.append(f"  {visible(line)}")
-            out.append("  " + " " * (self.loc.col - 1) + "^" + "~" * (width - 1))
+            from gir.source import caret_lines
+            out.extend(caret_lines(line, self.loc.col, self.loc.end_col))
         out.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(out)
 

@@ -9,7 +9,7 @@ from lark import Token, Tree
 
 from gir.errors import GirError, Loc
 
-MAX_NESTING = 256        # expression and block nesting (parentheses, operators, calls, selects, loops)
+MAX_NESTING = 256        # depth of the parse tree: operators, calls, blocks (parentheses add no level)
 MAX_STATEMENTS = 1024    # statements in one function (a chain of 1000 compiles in about 5 s)
 MAX_FUNCS = 256          # functions in one file
 MAX_LITERAL_CHARS = 64   # characters of one number literal
@@ -51,7 +51,8 @@ def _check_func(func: Tree, loc) -> None:
                                loc(node), ["split the function"])
         if depth > MAX_NESTING:
             raise GirError(f"nested too deeply: more than {MAX_NESTING} levels of expressions and blocks",
-                           loc(node), ["name an intermediate result with its own statement"])
+                           loc(node), ["split it: name an intermediate result with its own statement, or "
+                                       "flatten nested blocks"])
         stack.extend((child, depth + 1) for child in reversed(node.children))  # source order
 
 
@@ -90,4 +91,22 @@ def refuse_empty_tensors(func, what: str = "compiling") -> None:
     for p in tuple(func.params) + tuple(func.results):
         if any(d == 0 for d in p.type.shape if isinstance(d, int)):
             raise GirError(f"'{p.name}' has a zero-size dimension: {what} tensors without elements is not "
-                           "supported yet", p.loc or func.loc, ["`gir eval` evaluates programs on empty tensors"])
+                           "supported yet", p.loc or func.loc)
+
+
+MAX_TENSOR_BYTES = 1 << 62   # byte offsets of every target are 64-bit signed
+
+
+def check_tensor_sizes(module, sizes: dict[str, int]) -> None:
+    """No tensor may span more than 2^62 bytes at the given sizes (literal shapes always count)."""
+    for func in module.funcs:
+        for p in tuple(func.params) + tuple(func.results):
+            dims = [d if isinstance(d, int) else sizes.get(d) for d in p.type.shape]
+            if None in dims:
+                continue
+            nbytes = p.type.dtype.numpy.itemsize
+            for d in dims:
+                nbytes *= d
+            if nbytes > MAX_TENSOR_BYTES:
+                raise GirError(f"'{p.name}' would span {nbytes} bytes at these sizes: more than 2^62, the limit of "
+                               "64-bit byte offsets on every target", p.loc or func.loc)

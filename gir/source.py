@@ -41,6 +41,24 @@ def visible(line: str) -> str:
     return "".join(out)
 
 
+QUOTE_WIDTH = 160  # longest quoted source line; longer ones are cut around the caret
+
+
+def caret_lines(line: str, col: int, end_col: int | None = None) -> list[str]:
+    """The quoted line and its caret (`^~~~` up to end_col), indented by two spaces. Tabs in the line stay
+    tabs under it, so the caret lines up in a terminal; a very long line is cut around the caret."""
+    width = end_col - col if end_col and end_col > col else 1
+    start = 0
+    if len(line) > QUOTE_WIDTH:
+        start = max(0, min(col - 1 - QUOTE_WIDTH // 2, len(line) - QUOTE_WIDTH))
+    shown = visible(line[start:start + QUOTE_WIDTH])
+    pad = "".join(ch if ch == "\t" else " " for ch in shown[:max(col - 1 - start, 0)])
+    width = max(1, min(width, len(shown) - len(pad) + 1))
+    head = "\u2026" if start else ""
+    tail = "\u2026" if start + QUOTE_WIDTH < len(line) else ""
+    return [f"  {head}{shown}{tail}", "  " + " " * len(head) + pad + "^" + "~" * (width - 1)]
+
+
 def describe_char(ch: str) -> str:
     """`'x'` for a printable character, `U+000B` for anything else."""
     if ch.isprintable() and not ch.isspace():

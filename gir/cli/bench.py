@@ -1,12 +1,11 @@
 """`gir bench`: benchmark suites of memory-bound operators on a target."""
 from __future__ import annotations
 
-from gir.cli.targets import add_target_argument
-
 import sys
 from pathlib import Path
 
-from gir.errors import GirError
+from gir.errors import UsageError
+from gir.cli.targets import add_target_argument
 
 
 def register(sub) -> None:
@@ -17,7 +16,8 @@ def register(sub) -> None:
         description="Benchmark suites (or GIR files) on a target; with no SUITE, every suite ('all').\n"
                     "Reports compile time, compulsory and moved bytes, and time: CUDA events on a GPU (with torch\n"
                     "eager / torch.compile / cupy baselines), simulated time vs roofline and op-by-op on mlu-sim,\n"
-                    "traffic and correctness on sim. Writes results.json (with the git commit of the compiler),\n"
+                    "traffic and correctness on sim. Results are judged as `gir run` judges them (status, rel_err,\n"
+                    "tolerance; see `gir run --help`). Writes results.json (with the git commit of the compiler),\n"
                     "results.csv and one PNG per suite (needs matplotlib: pip install 'gir-compiler[bench]').\n"
                     "Progress: one line per case on stderr when stderr is a terminal or the run is expected to\n"
                     "take more than a few seconds (-q: none).",
@@ -46,7 +46,7 @@ def run(args) -> int:
     dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
     bad = [d for d in dtypes if d not in ("f32", "f16", "bf16")]
     if bad:
-        raise GirError(f"unknown --dtypes entry '{bad[0]}' (use f32, f16, bf16)")
+        raise UsageError(f"unknown --dtypes entry '{bad[0]}' (use f32, f16, bf16)")
     cases = collect_cases(args.what, quick=args.quick, dtypes=dtypes, sizes_text=args.sizes)
     result = run_bench(cases, args, argv=sys.argv[2:] if sys.argv[1:2] == ["bench"] else sys.argv[1:])
     print(result.table)

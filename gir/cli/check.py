@@ -1,11 +1,10 @@
 """`gir check FILE...`: parse and verify; then run the z3/isl kernel checks on explicit kernels."""
 from __future__ import annotations
 
-from gir.cli.targets import add_target_argument
-
 import sys
 
-from gir.cli.common import load_verified, parse_sizes
+from gir.cli.common import load_verified, parse_sizes, size_names
+from gir.cli.targets import add_target_argument
 from gir.source import display_name
 
 
@@ -27,13 +26,27 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from gir.errors import GirError
+    from gir.errors import GirError, UsageError
 
     sizes = parse_sizes(getattr(args, "sizes", None))
+    if args.files.count("-") > 1:
+        raise UsageError("standard input ('-') can be read once")
     status = 0
-    for path in args.files:
+    used: set[str] = set()
+    results = []
+    for path in args.files:  # parse and verify every file first: a size must be used by one of them
         try:
-            module = load_verified(path, sizes)
+            module = load_verified(path)
+            used |= size_names(module)
+            results.append((path, module))
+        except GirError as exc:
+            print(exc.format(), file=sys.stderr)
+            status = 1
+    unused = [k for k in sizes if k not in used]
+    if unused and results:
+        raise UsageError(f"--sizes binds {', '.join(repr(k) for k in unused)}, which no file given uses")
+    for path, module in results:
+        try:
             warnings = []
             if not getattr(args, "no_deep", False) and any(f.is_explicit for f in module.funcs):
                 from passes.analysis.checks import check_module

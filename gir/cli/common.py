@@ -7,7 +7,8 @@ import tempfile
 from pathlib import Path
 
 from gir import ir
-from gir.errors import UsageError
+from gir.errors import GirError, UsageError
+from gir.limits import check_tensor_sizes
 from gir.parser import parse_file
 
 
@@ -20,6 +21,7 @@ def load_verified(path: str, sizes: dict[str, int] | None = None) -> ir.Module:
     verify_module(module)
     if sizes:
         check_sizes_used(module, sizes, path)
+    check_tensor_sizes(module, sizes or {})
     return module
 
 
@@ -81,18 +83,44 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write via a temporary file and rename, so a failure never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    write_all_atomic({Path(path): data})
+
+
+def write_all_atomic(files: dict[Path, str | bytes]) -> None:
+    """Write every file or none: all temporary files first, then the renames. A path that cannot be written
+    (its parent is a file, no permission, a directory in the way) is a GirError naming it."""
+    temps: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, mode) as fh:
-            fh.write(data)
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
+        for path, data in files.items():
+            path = Path(path)
+            if path.is_dir():
+                raise GirError(f"cannot write {path}: it is a directory")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+                temps.append((tmp, path))
+                with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w", encoding=None if isinstance(
+                        data, bytes) else "utf-8") as fh:
+                    fh.write(data)
+                os.chmod(tmp, _mode_for(path))
+            except OSError as exc:
+                raise GirError(f"cannot write {path}: {exc.strerror or exc}") from None
+        for tmp, path in temps:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise GirError(f"cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def output_path(value: str | None) -> str | None:
+    """`-o` as given: None (not given), "-" (standard output); an empty name is a usage error."""
+    if value is not None and not value.strip():
+        raise UsageError("-o needs a file name ('-' for standard output)")
+    return value
 
 
 def _mode_for(path: Path) -> int:

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from gir import ir
 from gir.cli.targets import add_target_argument
-from gir.cli.common import load_verified, parse_sizes, write_atomic
+from gir.cli.common import load_verified, output_path, parse_sizes, write_all_atomic
 from gir.errors import UsageError
-from gir.source import display_name
 
 
 def register(sub) -> None:
@@ -64,7 +63,7 @@ def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
                 if index_type != "auto" or "overflow" in seen:
                     continue  # chosen with --index-type, or already said once for this function
                 seen.add("overflow")
-            if warning.loc is not None and warning.loc.file.startswith("<") and f.loc is not None:
+            if warning.loc is not None and warning.loc.file.startswith("<schedule") and f.loc is not None:
                 notes = tuple(n.replace("mark the kernel `with index=int64`", "choose --index-type int64 or int32")
                               for n in warning.notes)
                 warning = replace(warning, loc=f.loc, notes=notes)  # a scheduled kernel: the user's function
@@ -81,6 +80,7 @@ def run(args) -> int:
     from gir.cli.pipeline import lower
 
     sizes = parse_sizes(args.sizes)
+    output_path(args.output)
     if args.target == "mlu":
         return _run_mlu(args, sizes)
     module = lower(load_verified(args.file, sizes), args.target, sizes, args, args.file)
@@ -88,12 +88,6 @@ def run(args) -> int:
     check_kernels(module, args.target, sizes, args)
     kernels = emit_module(module, args.target, sizes, {"index_type": args.index_type})
     gir_text = print_module(module)
-    if not args.output:
-        if args.emit in ("gir", "all"):
-            sys.stdout.write(gir_text)
-        if args.emit in ("source", "all"):
-            sys.stdout.write(combined_source(kernels))
-        return 0
     ext = ".cu" if args.target == "cuda" else ".hip"
     per_kernel = {}
     for k in kernels:
@@ -107,22 +101,31 @@ def _write_outputs(args, per_kernel: dict[str, str], source: str, gir_text: str,
     """-o DIR/ (or an existing directory): one file per kernel and its launch metadata, plus FILE.gir with
     --emit gir|all. -o FILE: exactly that file (the source, or the explicit GIR with --emit gir); --meta
     FILE.json adds the launch metadata. Everything is generated first; every file is written atomically."""
-    out = Path(args.output)
     files: dict[Path, str] = {}
+    if args.meta:
+        files[Path(args.meta)] = meta
+    if args.output in (None, "-"):  # standard output
+        write_all_atomic(files)
+        if args.emit in ("gir", "all"):
+            sys.stdout.write(gir_text)
+        if args.emit in ("source", "all"):
+            sys.stdout.write(source)
+        return 0
+    out = Path(args.output)
     if args.output.endswith(("/", os.sep)) or out.is_dir():
         files = {out / name: text for name, text in per_kernel.items()}
         if args.emit in ("gir", "all"):
-            files[out / (Path(display_name(args.file)).stem + ".gir")] = gir_text
+            stem = "stdin" if args.file == "-" else Path(args.file).stem
+            files[out / (stem + ".gir")] = gir_text
     else:
         if args.emit == "all":
             raise UsageError(f"-o {out}: --emit all writes several files; name a directory (end it with '/')")
         if out.suffix == ".gir" and args.emit != "gir":
             raise UsageError(f"-o {out}: a .gir output holds the explicit GIR only; add --emit gir")
+        if args.meta and Path(args.meta).resolve() == out.resolve():
+            raise UsageError(f"-o and --meta name the same file: {out}")
         files[out] = gir_text if args.emit == "gir" else source
-    if args.meta:
-        files[Path(args.meta)] = meta
-    for path, text in files.items():
-        write_atomic(path, text)
+    write_all_atomic(files)
     for path in files:
         print(path)
     return 0
@@ -141,12 +144,6 @@ def _run_mlu(args, sizes) -> int:
     check_kernels(ir.Module(tuple(funcs)), "mlu", sizes, args)
     srcs = {f.name: emit_func(f) for f in funcs}
     gir_text = print_module(ir.Module(tuple(funcs)))
-    if not args.output:
-        if args.emit in ("gir", "all"):
-            sys.stdout.write(gir_text)
-        if args.emit in ("source", "all"):
-            sys.stdout.write("".join(k.source for ks in srcs.values() for k in ks))
-        return 0
     per_func: dict[str, str] = {}
     metas = []
     for name, ks in srcs.items():

@@ -4,17 +4,20 @@ from __future__ import annotations
 import numpy as np
 
 from gir.cli.common import load_verified, pick_func, parse_sizes, write_atomic
-from gir.errors import GirError
+from gir.cli.inputs import load_inputs
 
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="run an operator-layer program with the numpy reference evaluator",
-                       description="Run a program with the reference evaluator on random inputs "
-                                   "(or inputs from an .npz file) and print a summary of the results.")
+                       description="Run a program with the reference evaluator on random inputs (or inputs "
+                                   "from an .npz file, checked as gir run checks them) and print a summary of "
+                                   "the results.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--func", dest="func_name", help="function to run (default: the first)")
     p.add_argument("--sizes", help="size bindings, e.g. M=4,N=7")
-    p.add_argument("--inputs", metavar="NPZ", help="read inputs from an .npz file instead of random ones")
+    p.add_argument("--inputs", metavar="NPZ",
+                   help="read inputs by parameter name from an .npz file (numpy.savez(NPZ, x=...)), each of "
+                        "exactly the declared type and shape; missing ones are random")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--precision", choices=["f64", "f32"], default="f64",
                    help="float arithmetic precision (default f64)")
@@ -29,19 +32,10 @@ def run(args) -> int:
     sizes = parse_sizes(args.sizes)
     module = load_verified(args.file, sizes)
     func = pick_func(module, args.func_name, args.file)
-    if args.inputs:
-        try:
-            data = np.load(args.inputs)
-            if not hasattr(data, "files"):  # a single .npy array, not an .npz archive
-                raise ValueError("not an .npz archive (write one with numpy.savez(path, NAME=array, ...))")
-            with data:
-                inputs = {k: data[k] for k in data.files}
-        except (OSError, ValueError, EOFError) as exc:
-            raise GirError(f"cannot read inputs from {args.inputs}: {exc}") from None
-    else:
-        inputs = random_inputs(func, sizes, np.random.default_rng(args.seed))
+    given = load_inputs(args.inputs, func, sizes) if args.inputs else {}  # binds sizes from the arrays
+    inputs = random_inputs(func, sizes, np.random.default_rng(args.seed), given=given)
     dtype = np.float64 if args.precision == "f64" else np.float32
-    outputs = evaluate(func, inputs, compute_dtype=dtype)
+    outputs = evaluate(func, inputs, sizes, compute_dtype=dtype)
     for name, arr in outputs.items():
         a = np.asarray(arr, dtype=np.float64)
         with np.errstate(all="ignore"):  # inf - inf in the mean of an overflowed result is just nan

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from gir.cli.common import load_verified, write_atomic
+from gir.cli.common import load_verified, output_path, write_atomic
+from gir.source import display_name
 
 
 def register(sub) -> None:
@@ -32,16 +33,17 @@ def run(args) -> int:
     from passes.manager import PassManager, as_module, ir_kind
     from passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
 
+    output_path(args.output)
     pipeline = parse_pipeline(args.passes if args.passes is not None else DEFAULT_PIPELINE)
     instruments = instruments_from_args(args)
     module = load_verified(args.file)
     manager = PassManager(pipeline, instruments, verify_each=verify_each_from_args(args))
-    result = manager.run(module, PassContext(filename=args.file))
+    result = manager.run(module, PassContext(filename=display_name(args.file)))
     if args.idfg and ir_kind(result) == "idfg":
         text = result.to_text()
     else:
         text = print_module(as_module(result))
-    if args.output:
+    if args.output not in (None, "-"):
         write_atomic(args.output, text)
     else:
         sys.stdout.write(text)

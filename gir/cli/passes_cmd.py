@@ -1,9 +1,9 @@
 """`gir passes [NAME...] [--default]`: list the registered passes, or print the default pipeline."""
 from __future__ import annotations
 
-from gir.cli.targets import add_target_argument
-
 import inspect
+
+from gir.cli.targets import add_target_argument
 
 
 def register(sub) -> None:

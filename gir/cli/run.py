@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import zipfile
-import zlib
 
 import numpy as np
 
 from gir import ir
 from gir.cli.common import load_verified, parse_sizes, pick_func
+from gir.cli.inputs import load_inputs
 from gir.cli.targets import add_target_argument
 from gir.errors import GirError, UsageError
 from gir.evaluate import DOMAIN_RANGE
@@ -69,8 +68,10 @@ def register(sub) -> None:
 
 
 def _lower(module: ir.Module, sizes, args) -> ir.Module:
+    """The compile pipeline of the GPU target that runs it (sim schedules as cuda does, with warps of 32)."""
     from gir.cli.pipeline import lower
-    return lower(module, "sim", sizes, args, args.file)
+    from gir.source import display_name
+    return lower(module, "cuda" if args.target == "cuda" else "sim", sizes, args, display_name(args.file))
 
 
 def run(args) -> int:
@@ -132,41 +133,6 @@ def run(args) -> int:
     elif getattr(result, "seconds", 0):
         print(f"device time: {result.seconds * 1e6:.1f} us")
     return status
-
-
-def load_inputs(path: str, func: ir.Func, sizes: dict[str, int]) -> dict[str, np.ndarray]:
-    """Inputs of `func` by name from an .npz file, each of exactly its declared type and shape; binds the size
-    symbols they give in `sizes` (those of --sizes must agree)."""
-    try:
-        with open(path, "rb") as fh:
-            if not zipfile.is_zipfile(fh):  # a single .npy array, a text file, ...
-                raise ValueError("not an .npz archive (write one with numpy.savez(path, NAME=array, ...))")
-        with np.load(path) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise GirError(f"cannot read inputs from {path}: {exc}") from None
-    params = {p.name: p for p in func.params}
-    for name in arrays:
-        if name not in params:
-            raise GirError(f"{path} holds '{name}', which is not an input of '{func.name}' "
-                           f"(inputs: {', '.join(params) or 'none'})")
-    given = {}
-    for p in func.params:
-        if p.name not in arrays:
-            continue
-        name, arr = p.name, arrays[p.name]
-        if p.type.dtype == ir.DType.bf16 and arr.dtype == np.dtype("V2"):  # numpy.savez stores bfloat16 as V2
-            arr = arr.view(p.type.dtype.numpy)
-        if arr.ndim == p.type.rank:
-            for d, n in zip(p.type.shape, arr.shape):
-                if isinstance(d, str) and d not in sizes and n >= 1:
-                    sizes[d] = n
-        want = ", ".join(str(sizes.get(d, d)) for d in p.type.shape)
-        got = ", ".join(str(n) for n in arr.shape)
-        if arr.dtype != p.type.dtype.numpy or arr.shape != tuple(sizes.get(d, d) for d in p.type.shape):
-            raise GirError(f"input '{name}': expected {p.type.dtype.value}[{want}], got {arr.dtype}[{got}]")
-        given[name] = arr
-    return given
 
 
 def parse_ranges(texts: list[str], func: ir.Func, given: dict[str, np.ndarray],

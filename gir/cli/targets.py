@@ -11,6 +11,10 @@ import argparse
 
 NAMES = ("sim", "cuda", "hip", "mlu-sim")
 ALIASES = {"mlu": "mlu-sim"}
+WHERE = {"sim": "the SIMT simulator runs programs with `gir run` and `gir bench`",
+         "cuda": "cuda code comes from `gir compile`, runs with `gir run`/`gir bench` on an NVIDIA GPU",
+         "hip": "hip code comes from `gir compile --target hip` (it cannot run here)",
+         "mlu-sim": "MLU code comes from `gir compile`, runs with `gir run`/`gir bench`"}
 
 
 def canonical(name: str) -> str:
@@ -25,7 +29,8 @@ def add_target_argument(p, supported: dict[str, str], default: str | None, help_
             return supported[name]
         if name in NAMES:
             raise argparse.ArgumentTypeError(
-                f"target '{text}' is not available for this subcommand (it takes: {', '.join(supported)})")
+                f"target '{text}' is not available for this subcommand (it takes: {', '.join(supported)}); "
+                f"{WHERE[name]}")
         raise argparse.ArgumentTypeError(f"unknown target '{text}' (targets: {', '.join(NAMES)}; "
                                          f"'mlu' is an alias of 'mlu-sim')")
 

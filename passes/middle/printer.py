@@ -49,7 +49,7 @@ def print_graph(g) -> ir.Func:
     res = ", ".join(f"{p.name}: {format_type(p.type)}" for p in g.func.results)
     text = f"func {g.name}({params}) -> ({res}) {{\n" + "\n".join(items + kernels) + "\n}\n"
     try:
-        out = parse_text(text, f"<idfg {g.name}>").funcs[0]
+        out = parse_text(text, f"<idfg {g.name}>", limits=False).funcs[0]
     except GirError as exc:
         raise GirError(f"internal error: the IDFG of '{g.name}' printed as invalid GIR: {exc}\n{text}") from None
     return replace(out, loc=g.func.loc)

@@ -5,8 +5,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gir.cli.common import parse_sizes
-from gir.errors import GirError
+from gir import ir
+from gir.cli.common import check_sizes_used, parse_sizes, size_names
+from gir.errors import GirError, UsageError
+from gir.parser import parse_text
+from gir.source import read_source
 from targets.bench.cases import SUITE_NAMES, Case, suite_cases
 from targets.bench.envinfo import environment
 from targets.bench.plot import PlotsUnavailable, write_plots
@@ -15,22 +18,50 @@ from targets.bench.report import summary_table, write_csv, write_json
 
 
 def collect_cases(what: list[str], quick: bool, dtypes, sizes_text: str | None) -> list[Case]:
+    """The cases of suite names and .gir files, before anything runs. UsageError for an unknown name, --sizes
+    without a file, a size no file uses, or a size a file needs and --sizes lacks."""
+    sizes = parse_sizes(sizes_text)
+    for item in what:
+        if item not in SUITE_NAMES and not item.endswith(".gir"):
+            raise UsageError(f"unknown suite '{item}' (known: {', '.join(SUITE_NAMES)}; or give a .gir file)")
+    files = {item: _parsed(item) for item in what if item not in SUITE_NAMES}
+    if sizes and not files:
+        raise UsageError("--sizes binds the sizes of .gir files; suites run at their own sizes (--quick: small)")
     cases: list[Case] = []
     for item in what:
         if item in SUITE_NAMES:
             cases += suite_cases(item, quick=quick, dtypes=dtypes)
-        elif item.endswith(".gir"):
-            path = Path(item)
-            try:
-                text = path.read_text()
-            except OSError as exc:
-                raise GirError(f"cannot read {item}: {exc.strerror}") from None
-            cases.append(Case("files", path.stem, "file", parse_sizes(sizes_text), text, str(path)))
-        else:
-            raise GirError(f"unknown suite '{item}' (known: {', '.join(SUITE_NAMES)}; or give a .gir file)")
+            continue
+        others = [module for path, (_, module) in files.items() if path != item]
+        elsewhere = set(sizes) if None in others else set().union(*map(size_names, others))
+        cases.append(_file_case(item, *files[item], sizes, elsewhere))
     if not cases:
-        raise GirError("no benchmark cases selected")
+        raise UsageError("no benchmark cases selected")
     return cases
+
+
+def _parsed(path: str) -> tuple[str, ir.Module | None]:
+    """The text of a .gir file and its module (None if it does not parse: its row reports why)."""
+    text, name = read_source(path)
+    try:
+        return text, parse_text(text, name)
+    except GirError:
+        return text, None
+
+
+def _file_case(path: str, text: str, module: ir.Module | None, sizes: dict[str, int], elsewhere: set[str]) -> Case:
+    """A .gir file as a case, with the sizes of --sizes it uses. Checked as the other subcommands check sizes: one
+    that neither this file nor another (`elsewhere`) uses, or one its first function needs and --sizes lacks, is
+    a usage error."""
+    if module is None or not module.funcs:
+        return Case("files", Path(path).stem, "file", dict(sizes), text, path)
+    check_sizes_used(module, {k: v for k, v in sizes.items() if k not in elsewhere}, path)
+    missing = [s for s in module.funcs[0].size_symbols() if s not in sizes]
+    if missing:
+        what = f"sizes {', '.join(missing)} of {path} are" if len(missing) > 1 else f"size {missing[0]} of {path} is"
+        raise UsageError(f"{what} not given (use --sizes {','.join(f'{s}=...' for s in missing)})")
+    used = size_names(module)
+    return Case("files", Path(path).stem, "file", {k: v for k, v in sizes.items() if k in used}, text, path)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from gir import ir
 from gir.errors import GirError
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
+from gir.verdict import compare
 from gir.verifier import verify_module
 from passes.analysis.traffic import compulsory_bytes
 
@@ -24,14 +25,25 @@ SIM_EXEC_LIMIT = 1 << 24     # elements over all tensors the SIMT simulator exec
 MLU_VALUES_LIMIT = 1 << 24   # elements over all tensors the MLU simulator computes values for (else timing only)
 
 
-def rel_err(out: np.ndarray, ref: np.ndarray) -> float:
-    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
-    denom = np.linalg.norm(ref)
-    return float(np.linalg.norm(out - ref) / (denom if denom else 1.0))
+def check_outputs(func: ir.Func, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> dict:
+    """The verdict of `gir run` on every result (gir.verdict against the float64 reference evaluator, the
+    tolerance of the result's type widened by gir.rounding's bound where the result is ill-conditioned), as
+    fields of a row: `status` ok or FAIL; `rel_err` and `tolerance` of the worst result (one that failed, else
+    the one nearest its tolerance); `note` the reasons given (a failure, a widened tolerance)."""
+    from gir.rounding import rounding_bound
 
-
-def tolerance(func: ir.Func) -> float:
-    return 1e-2 if any(p.type.dtype in (ir.DType.f16, ir.DType.bf16) for p in func.params + func.results) else 1e-5
+    with np.errstate(all="ignore"):  # NaN and inf are compared by the verdict, not warned about
+        expected = evaluate(func, inputs, compute_dtype=np.float64)
+        bounds = rounding_bound(func, inputs)
+    dtypes = {p.name: p.type.dtype for p in func.results}
+    verdicts = {name: compare(outputs[name], want, dtypes[name], bounds.get(name)) for name, want in expected.items()}
+    worst = max(verdicts.values(), key=lambda v: (not v.passed, v.error / v.tolerance if v.tolerance else 0.0))
+    row = {"status": "ok" if all(v.passed for v in verdicts.values()) else "FAIL",
+           "rel_err": worst.error, "tolerance": worst.tolerance}
+    reasons = [f"{name}: {v.reason}" for name, v in verdicts.items() if v.reason]
+    if reasons:
+        row["note"] = "; ".join(reasons)
+    return row
 
 
 def total_elements(func: ir.Func, sizes: dict[str, int]) -> int:
@@ -67,12 +79,6 @@ class Runner:
         read, written = compulsory_bytes(func, case.sizes)
         return {"compulsory_bytes": read + written}
 
-    def check(self, func, inputs, outputs, row) -> None:
-        ref = evaluate(func, inputs, compute_dtype=np.float64)
-        err = max(rel_err(outputs[k], ref[k]) for k in ref)
-        row["rel_err"] = err
-        row["status"] = "ok" if err < tolerance(func) else "FAIL"
-
 
 class SimRunner(Runner):
     target = "sim"
@@ -93,7 +99,7 @@ class SimRunner(Runner):
             run = run_func(low, inputs)
             row["moved_bytes"] = run.stats.global_read_bytes + run.stats.global_write_bytes
             row["moved_source"] = "simulator (32-byte sectors)"
-            self.check(func, inputs, run.outputs, row)
+            row.update(check_outputs(func, inputs, run.outputs))
         else:
             row["moved_bytes"] = analysed_bytes(low, case.sizes)
             row["moved_source"] = "isl analysis (sector-adjusted), not executed: too large for the CPU simulator"
@@ -146,7 +152,7 @@ class MluRunner(Runner):
         row["speedup_vs_opbyop"] = row["opbyop_s"] / row["time_s"]
         row["nopipe_s"] = run_func(func, inputs, case.sizes, pipeline=False, **self._mode(values)).stats["seconds"]
         if values:
-            self.check(func, inputs, fused.outputs, row)
+            row.update(check_outputs(func, inputs, fused.outputs))
         else:
             row["status"] = "timed"
             row["note"] = "timing-only simulation (values not computed: too large for this machine)"

@@ -69,11 +69,40 @@ def test_sim_bench_writes_json_csv_png_and_is_reproducible(tmp_path, capsys):
     assert [r["moved_bytes"] for r in again] == [r["moved_bytes"] for r in rows]
 
 
-def test_bad_arguments_are_clean_errors(tmp_path, capsys):
-    assert main(["bench", "nosuch", "--target", "sim", "-o", str(tmp_path)]) == 1
-    assert "unknown suite 'nosuch'" in capsys.readouterr().err
-    assert main(["bench", "softmax", "--dtypes", "f64", "-o", str(tmp_path)]) == 1
-    assert not (tmp_path / "results.json").exists()
+def test_bad_arguments_are_usage_errors(tmp_path, capsys):
+    """Mistakes on the command line exit 2 (gir.errors.UsageError) before anything runs or is written."""
+    src = tmp_path / "lg.gir"
+    src.write_text("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = x[i, j]\n}\n")
+    out = tmp_path / "out"
+    cases = [
+        (["nosuch", "--quick"], "error: unknown suite 'nosuch'"),
+        (["softmax", "--dtypes", "f64"], "error: unknown --dtypes entry 'f64' (use f32, f16, bf16)"),
+        ([str(src), "--sizes", "K=3"], f"error: --sizes binds 'K', which {src} does not use (its sizes: M, N)"),
+        ([str(src), "--sizes", "M=4,N=8,K=3"], "error: --sizes binds 'K'"),
+        ([str(src), "--sizes", "M=4"], f"error: size N of {src} is not given (use --sizes N=...)"),
+        ([str(src)], f"error: sizes M, N of {src} are not given (use --sizes M=...,N=...)"),
+        (["softmax", "--quick", "--sizes", "M=4"], "error: --sizes binds the sizes of .gir files"),
+    ]
+    for args, message in cases:
+        assert main(["bench", *args, "--target", "sim", "-q", "-o", str(out)]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith(message) and len(err.splitlines()) == 1, (args, err)
+        assert not out.exists()
+
+
+def test_sizes_of_several_files(tmp_path, capsys):
+    """Each file takes the sizes it uses; a size some file uses is no error for the others."""
+    a, b = tmp_path / "a.gir", tmp_path / "b.gir"
+    a.write_text("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = x[i, j] * 2.0\n}\n")
+    b.write_text("func g(x: f32[K]) -> (y: f32[K]) {\n  y[i] = x[i] + 1.0\n}\n")
+    out = tmp_path / "out"
+    assert main(["bench", str(a), str(b), "--sizes", "M=4,N=8,K=5", "-q", "-o", str(out)]) == 0
+    rows = json.loads((out / "results.json").read_text())["results"]
+    assert [(r["op"], r["sizes"], r["status"]) for r in rows] == [("a", {"M": 4, "N": 8}, "ok"),
+                                                                  ("b", {"K": 5}, "ok")]
+    capsys.readouterr()
+    assert main(["bench", str(a), str(b), "--sizes", "M=4,N=8,K=5,Q=1", "-q", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --sizes binds 'Q', which {a} does not use")
 
 
 def test_cuda_target_without_gpu_is_a_clean_error(tmp_path, capsys):

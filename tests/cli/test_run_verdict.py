@@ -183,6 +183,8 @@ def test_unreadable_inputs_file(tmp_path, capsys):
         rc, out, err = gir(capsys, "run", src, "--inputs", path)
         assert rc == 1 and err.startswith(f"error: cannot read inputs from {path}: "), err
     assert "not an .npz archive" in gir(capsys, "run", src, "--inputs", garbage)[2]
+    rc, _, err = gir(capsys, "run", src, "--inputs", tmp_path)
+    assert err == f"error: cannot read inputs from {tmp_path}: it is a directory\n"
 
 
 # ------------------------------------------------------------------------------------------------------- --range

@@ -224,3 +224,71 @@ def test_overflow_warning_once_at_the_users_source(capsys):
     assert rc == 0 and "[overflow]" not in err
     rc, _, err = gir(capsys, "compile", SOFTMAX, "--sizes", "M=64,N=64")
     assert rc == 0 and "[overflow]" not in err
+
+
+# ------------------------------------------------------- review follow-ups
+def test_unwritable_outputs_are_errors_and_write_nothing(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for out in (f"{blocker}/k.cu", f"{blocker}/"):
+        rc, _, err = gir(capsys, "compile", SOFTMAX, "--sizes", "M=4,N=8", "-o", out)
+        assert rc == 1 and err.startswith("error: cannot write "), err
+    rc, _, err = gir(capsys, "opt", SOFTMAX, "-o", tmp_path)
+    assert rc == 1 and "it is a directory" in err
+    rc, _, err = gir(capsys, "compile", SOFTMAX, "--sizes", "M=4,N=8", "-o", tmp_path / "a.cu",
+                     "--meta", f"{blocker}/m.json")
+    assert rc == 1 and not (tmp_path / "a.cu").exists()  # all files or none
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_output_dash_empty_and_meta(capsys, tmp_path):
+    rc, out, _ = gir(capsys, "compile", SOFTMAX, "--sizes", "M=4,N=8", "-o", "-")
+    assert rc == 0 and "__global__" in out
+    assert gir(capsys, "compile", SOFTMAX, "-o", "")[0] == 2
+    meta = tmp_path / "m.json"
+    rc, out, _ = gir(capsys, "compile", SOFTMAX, "--sizes", "M=4,N=8", "--meta", meta)
+    assert rc == 0 and "__global__" in out and meta.is_file()
+    same = tmp_path / "x.cu"
+    assert gir(capsys, "compile", SOFTMAX, "--sizes", "M=4,N=8", "-o", same, "--meta", same)[0] == 2
+
+
+def test_stdin_into_a_directory_names_the_gir_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SOFTMAX.read_bytes())))
+    d = tmp_path / "d"
+    assert gir(capsys, "compile", "-", "--sizes", "M=4,N=8", "-o", f"{d}/", "--emit", "all")[0] == 0
+    assert (d / "stdin.gir").is_file()
+
+
+def test_check_sizes_over_several_files(capsys):
+    rope, onehot = ROOT / "samples" / "rope.gir", ROOT / "samples" / "onehot.gir"
+    assert gir(capsys, "check", "-q", SOFTMAX, rope, onehot, "--sizes", "M=64,N=64")[0] == 0
+    rc, _, err = gir(capsys, "check", SOFTMAX, "--sizes", "K=3")
+    assert rc == 2 and "which no file given uses" in err
+
+
+def test_caret_under_tabs_and_long_lines(tmp_path, capsys):
+    p = write(tmp_path, b"func f(x: f32[N]) -> (y: f32[N]) {\n\t\ty[i] = x[i] + @\n}\n")
+    _, _, err = gir(capsys, "check", p)
+    quoted, caret = err.splitlines()[1:3]
+    assert quoted == "  \t\ty[i] = x[i] + @" and caret == "  \t\t" + " " * 14 + "^"
+    p = write(tmp_path, ("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]" + " " * 100_000
+                         + " + q[i]\n}\n").encode(), "long.gir")
+    _, _, err = gir(capsys, "check", p)
+    assert len(err) < 1000 and "q[i]" in err and "\u2026" in err
+
+
+def test_tensor_bytes_limit(capsys, tmp_path):
+    p = write(tmp_path, b"func f(x: f32[9223372036854775807]) -> (y: f32[9223372036854775807]) {\n"
+                        b"  y[i] = x[i] * 2.0\n}\n")
+    rc, _, err = gir(capsys, "compile", p)
+    assert rc == 1 and f"{p}:1:8: error: 'x' would span" in err
+    rc, _, err = gir(capsys, "compile", SOFTMAX, "--sizes", f"M={2**62},N={2**62}")
+    assert rc == 1 and "more than 2^62" in err
+
+
+def test_compiler_generated_text_is_not_held_to_the_source_limits(capsys, tmp_path):
+    """A program at the nesting limit compiles: the scheduled kernel nests a few levels deeper."""
+    terms = " + x[i]" * (limits.MAX_NESTING - 6)
+    p = write(tmp_path, f"func f(x: f32[N]) -> (y: f32[N]) {{\n  y[i] = x[i]{terms}\n}}\n".encode())
+    assert gir(capsys, "check", p)[0] == 0
+    assert gir(capsys, "compile", p, "--sizes", "N=8")[0] == 0

@@ -29,6 +29,7 @@ LOCATIONLESS = [re.compile(p) for p in (
     r"^error: size \w+=\d+ is too large \(at most 2\^62\)",  # --sizes value absurd
     r"^error: size \w+ of input '\w+' is not given",       # --sizes missing a symbol
     r"^error: cannot read ",                              # missing/unreadable file or --inputs
+    r"^error: cannot write ",                             # -o into a file, a directory in the way
     r"^error: no function '",                             # --func NAME
     r"^error: unknown target '",                          # --target NAME
     r"^error: --sizes binds ",                            # --sizes names a size the file does not use

@@ -100,6 +100,9 @@ def cases() -> list[Case]:
         out.append(Case(f"ctl-comment-{code}", s.replace("# softmax", f"# soft{ch}max")
                         .replace("s[i]    = sum(e[i, j])", "s[i]    = sum(e[i, k])").encode()))
     out += [
+        Case("sum-250-at-limit", _sum_terms(250).encode()),
+        Case("exp-nest-250", ("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = " + "exp(" * 250 + "x[i, j]"
+                              + ")" * 250 + "\n}\n").encode()),
         Case("sum-500", _sum_terms(500).encode()),
         Case("sum-2000", _sum_terms(2000).encode()),
         Case("chain-400", _chain(400).encode()),

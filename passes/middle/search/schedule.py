@@ -202,7 +202,7 @@ def _assemble(g: FuncGraph, choices: list[_Choice]):
             owners[name] = (k, header, text)
     text = f"func {g.name}({params}) -> ({res}) {{\n" + "\n".join(allocs + kernels) + "\n}\n"
     try:
-        out = parse_text(text, f"<schedule {g.name}>").funcs[0]
+        out = parse_text(text, f"<schedule {g.name}>", limits=False).funcs[0]
     except GirError as exc:  # a recipe bug: show the generated text
         raise GirError(f"internal error: the search emitted invalid GIR for '{g.name}': {exc}\n{text}") from None
     from dataclasses import replace
