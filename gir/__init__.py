@@ -1,6 +1,8 @@
-"""GIR: a memory-centric tensor compiler. Front end: parse, verify, print, evaluate."""
+"""GIR: a memory-centric tensor compiler. Front end: parse, verify, print, evaluate; `gir.compile` (gir/api.py)
+turns a program into a callable on numpy arrays or DLPack tensors."""
+from gir.api import Kernel, compile
 from gir.errors import Diagnostic, GirError, Loc
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
 
-__all__ = ["Diagnostic", "GirError", "Loc", "parse_file", "parse_text", "print_module"]
+__all__ = ["Diagnostic", "GirError", "Kernel", "Loc", "compile", "parse_file", "parse_text", "print_module"]

@@ -9,7 +9,7 @@ import sys
 from gir.errors import GirError, UsageError
 
 # subcommand modules, in the order `gir --help` lists them
-SUBCOMMANDS = ["check", "fmt", "eval", "compile", "run", "analyze", "opt", "passes_cmd", "bench"]
+SUBCOMMANDS = ["check", "fmt", "eval", "compile", "run", "analyze", "opt", "passes_cmd", "bench", "cache_cmd"]
 
 EPILOG = """examples:
   gir check samples/softmax.gir                    verify a program; prove explicit kernels safe
@@ -41,7 +41,7 @@ FILE may be '-' to read standard input.
 def version() -> str:
     try:
         from importlib.metadata import version as dist_version
-        return dist_version("gir")
+        return dist_version("gir-compiler")
     except Exception:  # not installed (running from a checkout)
         return "0.1.0"
 

@@ -57,8 +57,48 @@ def launch_args(meta: dict, arrays: dict, sizes: dict[str, int]) -> tuple[tuple,
     return grid, tuple(meta["block"]), tuple(args)
 
 
+_FUNCTIONS: dict[tuple[int, str, str], object] = {}  # (device, kernel name, source) -> NVRTC function
+
+
+def compiled_function(ks):
+    """The cupy function of one KernelSource on the current device (compiled with NVRTC once per process)."""
+    import cupy as cp
+
+    key = (cp.cuda.Device().id, ks.name, ks.source)
+    fn = _FUNCTIONS.get(key)
+    if fn is None:
+        try:
+            fn = cp.RawModule(code=ks.source, options=("-std=c++17",)).get_function(ks.name)
+        except cp.cuda.compiler.CompileException as exc:
+            raise GirError(f"NVRTC failed on kernel '{ks.name}':\n{exc}") from exc
+        _FUNCTIONS[key] = fn
+    return fn
+
+
+def prepare_launches(func: ir.Func, kernels, arrays: dict, sizes: dict[str, int]) -> list[tuple]:
+    """(name, function, grid, block, args) for every kernel of `func`, in order. `arrays` holds a C-contiguous
+    cupy array for every parameter and result (on the current device); the global temporaries are allocated
+    into it here."""
+    import cupy as cp
+
+    from gir.evaluate import shape_of
+
+    for item in func.body:
+        if isinstance(item, ir.Alloc):
+            arrays[item.name] = cp.empty(shape_of(item.type, sizes), dtype=item.type.dtype.numpy)
+    return [(ks.name, compiled_function(ks), *launch_args(ks.meta, arrays, sizes)) for ks in kernels]
+
+
+def launch_device(func: ir.Func, kernels, arrays: dict, sizes: dict[str, int]) -> None:
+    """Launch every kernel of `func` on device arrays (see prepare_launches), asynchronously on cupy's current
+    stream: the results are written into `arrays[result name]`. Nothing is copied to or from the host."""
+    for _, fn, grid, block, args in prepare_launches(func, kernels, arrays, sizes):
+        fn(grid, block, args)
+
+
 def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None,
              repeat: int = 0, options: dict | None = None) -> RunResult:
+    """Run `func` on host (numpy) inputs: copy them to the device, launch, copy the results back."""
     import cupy as cp
 
     from codegen import emit_func
@@ -70,16 +110,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
               for p in func.params}
     for p in func.results:
         arrays[p.name] = cp.empty(shape_of(p.type, sizes), dtype=p.type.dtype.numpy)
-    for item in func.body:
-        if isinstance(item, ir.Alloc):
-            arrays[item.name] = cp.empty(shape_of(item.type, sizes), dtype=item.type.dtype.numpy)
-    launches = []
-    for ks in kernels:
-        try:
-            fn = cp.RawModule(code=ks.source, options=("-std=c++17",)).get_function(ks.name)
-        except cp.cuda.compiler.CompileException as exc:
-            raise GirError(f"NVRTC failed on kernel '{ks.name}':\n{exc}") from exc
-        launches.append((ks.name, fn, *launch_args(ks.meta, arrays, sizes)))
+    launches = prepare_launches(func, kernels, arrays, sizes)
 
     def once():
         for _, fn, grid, block, args in launches:
@@ -102,4 +133,5 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     return RunResult(outputs, seconds, per_kernel, {ks.name: ks.source for ks in kernels})
 
 
-__all__ = ["available", "run_func", "RunResult", "launch_args"]
+__all__ = ["available", "run_func", "RunResult", "launch_args", "launch_device", "prepare_launches",
+           "compiled_function"]

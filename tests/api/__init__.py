@@ -1,0 +1,1 @@
+"""Tests of the Python API (gir.compile) and its compile cache."""
