@@ -5,4 +5,12 @@ from gir.errors import Diagnostic, GirError, Loc
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
 
-__all__ = ["Diagnostic", "GirError", "Kernel", "Loc", "compile", "parse_file", "parse_text", "print_module"]
+__all__ = ["Diagnostic", "GirError", "Kernel", "Loc", "compile", "parse_file", "parse_text", "print_module",
+           "import_onnx"]
+
+
+def __getattr__(name: str):
+    if name == "import_onnx":  # gir/onnx needs the optional `onnx` package: imported on first use
+        from gir.onnx import import_onnx
+        return import_onnx
+    raise AttributeError(f"module 'gir' has no attribute {name!r}")

@@ -9,7 +9,8 @@ import sys
 from gir.errors import GirError, UsageError
 
 # subcommand modules, in the order `gir --help` lists them
-SUBCOMMANDS = ["check", "fmt", "eval", "compile", "run", "analyze", "opt", "passes_cmd", "bench", "cache_cmd"]
+SUBCOMMANDS = ["check", "fmt", "eval", "compile", "run", "analyze", "opt", "passes_cmd", "bench", "cache_cmd",
+               "import_cmd"]
 
 EPILOG = """examples:
   gir check samples/softmax.gir                    verify a program; prove explicit kernels safe
