@@ -25,6 +25,20 @@ template <typename A, typename B>
 static __device__ __forceinline__ auto gir_min(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
 template <typename A, typename B>
 static __device__ __forceinline__ auto gir_max(A a, B b) -> decltype(a + b) { return a < b ? b : a; }
+template <typename A, typename B, typename C>
+static __device__ __forceinline__ auto gir_clamp(A a, B b, C c) -> decltype(a + b + c) {
+  decltype(a + b + c) x = a, lo = b, hi = c;   // min(max(x, lo), hi); a NaN operand gives NaN (numpy.clip)
+  if (x != x || lo != lo) return x != x ? x : lo;
+  decltype(a + b + c) r = x < lo ? lo : x;
+  return (hi < r || hi != hi) ? hi : r;
+}
+static __device__ __forceinline__ float gir_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static __device__ __forceinline__ float gir_silu(float x) { return x / (1.0f + expf(-x)); }
+static __device__ __forceinline__ float gir_gelu(float x) { return 0.5f * x * erfcf(-0.70710678118654752f * x); }
+static __device__ __forceinline__ float gir_gelu_tanh(float x) {  // 0.5x(1 + tanh(u)) = x / (1 + exp(-2u))
+  float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + expf(-2.0f * u));
+}
 """
 
 

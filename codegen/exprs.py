@@ -168,7 +168,11 @@ def write_elem(dtype: str, value: C.CExpr, kind: str) -> C.CExpr:
     return convert(value, kind, DTYPE_KIND[dtype])
 
 
-_UNARY_F = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "tanh": "tanhf", "erf": "erff"}
+# float functions of one argument: the CUDA/HIP math library's spelling, or a helper of codegen/cstyle.HELPERS
+_UNARY_F = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "tanh": "tanhf", "erf": "erff",
+            "sin": "sinf", "cos": "cosf", "log1p": "log1pf", "expm1": "expm1f", "floor": "floorf", "ceil": "ceilf",
+            "round": "rintf", "softplus": "gir_softplus", "silu": "gir_silu", "gelu": "gir_gelu",
+            "gelu_tanh": "gir_gelu_tanh"}
 _REDUCE_INIT = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "min"}
 
 
@@ -267,6 +271,9 @@ class Compute:
             return C.Cond(convert(c, kc, "b"), convert(a, ka, k), convert(b, kb, k)), k
         if fn in ("max", "min"):
             return combine(fn, *args[0], *args[1])
+        if fn == "clamp":
+            k = promote(*(kx for _, kx in args), "i")
+            return C.Call("gir_clamp", tuple(convert(x, kx, k) for x, kx in args)), k
         if fn == "pow":
             return C.Call("powf", (convert(*args[0], "f"), convert(*args[1], "f"))), "f"
         if fn == "cdiv":

@@ -19,6 +19,40 @@ from gir.errors import GirError, UsageError
 from gir.shapes import FuncInfo, StmtInfo, func_info
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+_SQRT1_2 = 1 / math.sqrt(2)
+_GELU_TANH_C = math.sqrt(2 / math.pi)
+
+
+def _softplus(x):
+    """log(1 + e^x), as log1p(exp(x)); x itself above 20 (where they agree to 1e-9 relative, and exp could
+    overflow)."""
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+
+
+def _gelu(x):
+    """0.5 x (1 + erf(x / sqrt 2)), as 0.5 x erfc(-x / sqrt 2): the same value without 1 + erf cancelling for
+    x << 0."""
+    return 0.5 * x * _erfc(-x * _SQRT1_2)
+
+
+def _gelu_tanh(x):
+    """0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), as x / (1 + exp(-2u)): the same value without
+    1 + tanh cancelling for x << 0."""
+    u = _GELU_TANH_C * (x + 0.044715 * x * x * x)
+    return x / (1 + np.exp(-2 * u))
+
+
+# Float functions of one argument: the arithmetic of each builtin, in the compute dtype (docs/gir.md, "Math
+# builtins"). abs and neg keep integer operands and are in `_Evaluator.call`.
+UNARY_FLOAT = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "erf": _erf,
+    "rsqrt": lambda v: 1 / np.sqrt(v), "recip": lambda v: 1 / v,
+    "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "sin": np.sin, "cos": np.cos, "log1p": np.log1p, "expm1": np.expm1,
+    "softplus": _softplus, "silu": lambda v: v / (1 + np.exp(-v)), "gelu": _gelu, "gelu_tanh": _gelu_tanh,
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint,   # round: half to even, as numpy.rint and ONNX Round
+}
 
 
 def bind_sizes(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None) -> dict[str, int]:
@@ -99,12 +133,13 @@ def check_footprint(func: ir.Func, sizes: dict[str, int], limit: int = MAX_DATA_
 
 
 DOMAIN_RANGE = (0.5, 2.0)  # default values of inputs that must be positive (see domain_ranges)
-_POSITIVE_ARG = ("log", "sqrt", "rsqrt", "pow")  # functions whose (first) argument must be positive
+_POSITIVE_ARG = ("log", "sqrt", "rsqrt", "pow", "log1p")  # functions whose (first) argument must be positive
+#                                                         (log1p: above -1; DOMAIN_RANGE is inside)
 
 
 def domain_ranges(func: ir.Func) -> dict[str, tuple[float, float]]:
     """{input: DOMAIN_RANGE} for each float input that an operator-layer function reads directly (possibly
-    through a cast) as the argument of log, sqrt or rsqrt, or as the base of pow: normal values would be
+    through a cast) as the argument of log, log1p, sqrt or rsqrt, or as the base of pow: normal values would be
     outside their domain half of the time. Explicit functions: {}."""
     from gir.walk import walk
 
@@ -284,16 +319,15 @@ class _Evaluator:
         if fn in ("max", "min", "pow"):
             a, b = self._floats(*args)
             return {"max": np.maximum, "min": np.minimum, "pow": np.power}[fn](a, b)
+        if fn == "clamp":   # min(max(x, lo), hi); a NaN operand gives NaN, as numpy.clip
+            x, lo, hi = self._floats(*args)
+            return np.minimum(np.maximum(x, lo), hi)
         x = np.asarray(args[0])
         if fn in ("abs", "neg"):
             return np.abs(x) if fn == "abs" else -x
         x = x.astype(self.cdt)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if fn == "erf":
-                return _erf(x).astype(self.cdt)
-            return {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
-                    "rsqrt": lambda v: 1 / np.sqrt(v), "recip": lambda v: 1 / v,
-                    "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[fn](x)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            return np.asarray(UNARY_FLOAT[fn](x)).astype(self.cdt, copy=False)
 
 
 def _is_float(dt: np.dtype) -> bool:

@@ -303,7 +303,11 @@ class Module:
 
 
 REDUCTIONS = ("sum", "max", "min", "mean", "prod")
-UNARY_FUNCS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
+UNARY_FUNCS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip",
+               "sin", "cos", "log1p", "expm1", "softplus", "silu", "gelu", "gelu_tanh", "floor", "ceil", "round")
+TERNARY_FUNCS = ("select", "clamp")
+# functions whose result has the kind of their numeric operands (int stays int); every other function gives a float
+KIND_PRESERVING_FUNCS = ("max", "min", "abs", "neg", "clamp")
 BINARY_FUNCS = ("max", "min", "pow", "cdiv")
 CASTS = tuple(d.value for d in DType)
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")

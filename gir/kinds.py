@@ -4,7 +4,7 @@ from __future__ import annotations
 from gir import ir
 from gir.errors import DiagnosticCollector
 
-KNOWN_FUNCS = {**{f: 1 for f in ir.UNARY_FUNCS}, "max": 2, "min": 2, "pow": 2, "select": 3,
+KNOWN_FUNCS = {**{f: 1 for f in ir.UNARY_FUNCS}, "max": 2, "min": 2, "pow": 2, "select": 3, "clamp": 3,
                **{c: 1 for c in ir.CASTS}}
 KIND_FLOAT, KIND_INT, KIND_BOOL = "float", "int", "bool"
 
@@ -85,7 +85,7 @@ class KindChecker:
             return KIND_FLOAT if KIND_FLOAT in kinds[1:] else kinds[1]
         for k, a in zip(kinds, e.args):
             self._no_bool(k, a, f"{e.fn}()")
-        if e.fn in ("max", "min", "abs", "neg"):
+        if e.fn in ir.KIND_PRESERVING_FUNCS:
             return KIND_FLOAT if KIND_FLOAT in kinds else kinds[0]
         return KIND_FLOAT
 

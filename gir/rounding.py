@@ -7,23 +7,25 @@ and the reference read the same values. Each operation propagates the bounds of 
 derivative and adds one rounding of its own result:
 
     a + b, a - b   h_a + h_b + |a ± b|          f(a)             |f'(a)| h_a + |f(a)|
-    a * b          |b| h_a + |a| h_b + |ab|     max, min         the larger bound of the operands (exact)
+    a * b          |b| h_a + |a| h_b + |ab|     max, min, clamp  the larger bound of the operands (exact)
     a / b          h_a/|b| + |a| h_b/b² + |a/b| sum             Σ h + Σ |term|  (one rounding per term)
     mean           (Σ h + Σ |term|) / n + |mean|                prod  |prod| (Σ h/|term| + n)
 
-Comparisons, integer arithmetic and casts to integers are exact or discontinuous; their bound is 0. A float
+Comparisons, integer arithmetic, casts to integers and floor/ceil/round are exact or discontinuous; their
+bound is 0. A float
 constant that f32 cannot represent carries its own rounding. The bound is what gir.verdict compares with a
 result's magnitude: where h is many times |value| (a mean of terms that nearly cancel), f32 arithmetic cannot
 give many correct digits, and an honest check must not ask for them.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from gir import ir
-from gir.evaluate import _Evaluator, _is_float
+from gir.evaluate import _erf, _Evaluator, _is_float
 from gir.shapes import StmtInfo, func_info
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -39,7 +41,26 @@ _DERIVATIVE = {
     "sigmoid": lambda x, y: y * (1 - y),
     "erf": lambda x, y: 2 / _SQRT_PI * np.exp(-x * x),
     "recip": lambda x, y: y * y,
+    "sin": lambda x, y: np.cos(x),
+    "cos": lambda x, y: np.sin(x),
+    "log1p": lambda x, y: 1 / (1 + x),
+    "expm1": lambda x, y: y + 1,
+    "softplus": lambda x, y: 1 / (1 + np.exp(-x)),
+    "silu": lambda x, y: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
+    "gelu": lambda x, y: 0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi),
+    "gelu_tanh": lambda x, y: _gelu_tanh_slope(x),
 }
+_STEPS = ("floor", "ceil", "round")   # piecewise constant: exact integers, discontinuous (bound 0, as comparisons)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _gelu_tanh_slope(x):
+    c = math.sqrt(2 / math.pi)
+    t = np.tanh(c * (x + 0.044715 * x ** 3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
 
 
 def rounding_bound(func: ir.Func, inputs: dict[str, np.ndarray],
@@ -170,8 +191,10 @@ class _Bound(_Evaluator):
             if fn == "select":
                 (c, _), (_, ha), (_, hb) = args
                 return np.where(c, ha, hb)
-            if fn in ("max", "min"):
-                return np.maximum(args[0][1], args[1][1])
+            if fn in ("max", "min", "clamp"):
+                return functools.reduce(np.maximum, [h for _, h in args])
+            if fn in _STEPS:
+                return 0.0
             if fn in ("abs", "neg"):
                 return args[0][1]
             if fn == "pow":

@@ -175,6 +175,18 @@ def swiglu(x, g):
     return {"y": x / (1.0 + np.exp(-x)) * _f(g)}
 
 
+def activations(x, bias):
+    """Textbook formulas (not the evaluator's stable rewrites): erf GELU, tanh GELU, x * sigmoid(x), log(1 + e^t)."""
+    x = _f(x)
+    t = x + _f(bias)
+    gelu = 0.5 * t * (1.0 + _erf(t / math.sqrt(2.0)))
+    gelu_tanh = 0.5 * t * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (t + 0.044715 * t**3)))
+    silu = t / (1.0 + np.exp(-t))
+    softplus = np.log(1.0 + np.exp(t))
+    y = 0.5 * (gelu + gelu_tanh) * silu + np.clip(softplus, 0.1, 2.0)
+    return {"y": y, "q": np.round(np.clip(x, -4.0, 4.0) * 8.0) / 8.0}
+
+
 def relu_mask(x):
     x = _f(x)
     m = x > 0.0
@@ -299,6 +311,7 @@ REFERENCES = {
     ),
     "elementwise_chain": (elementwise_chain, ELEMENTWISE),
     "swiglu": (swiglu, ELEMENTWISE),
+    "activations": (activations, [{"M": 7, "N": 33}, {"M": 1, "N": 1}, {"M": 33, "N": 7}, {"M": 3, "N": 1000}]),
     "relu_mask": (relu_mask, [{"M": 7, "N": 100}, {"M": 1, "N": 1}, {"M": 3, "N": 1025}]),
     "onehot": (onehot, [{"M": 7, "C": 10}, {"M": 1, "C": 1}, {"M": 100, "C": 33}]),
     "mse_loss": (mse_loss, [{"M": 7, "N": 1000}, {"M": 1, "N": 1}, {"M": 33, "N": 31}]),

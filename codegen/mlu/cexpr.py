@@ -7,6 +7,11 @@ from gir import ir
 from gir.errors import GirError
 
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
+# float builtins of one argument in scalar code: the MLU language's scalar function (targets/mlu/lang.py), or
+# (_VECTOR_ONLY) its vector op on a one-unit scratch tile
+_SCALAR_MATH = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "sin": "sinf", "cos": "cosf",
+                "log1p": "log1pf", "expm1": "expm1f", "floor": "floorf", "ceil": "ceilf", "round": "rintf"}
+_VECTOR_ONLY = ("erf", "softplus", "silu", "gelu", "gelu_tanh")
 
 
 def c_float(x: float) -> str:
@@ -98,13 +103,16 @@ class ScalarExpr:
             if all(k == "int" for _, k in args):
                 return f"{fn}({xs[0]}, {xs[1]})", "int"
             return f"f{fn}f({xs[0]}, {xs[1]})", "float"
+        if fn == "clamp":
+            if all(k == "int" for _, k in args):
+                return f"min(max({xs[0]}, {xs[1]}), {xs[2]})", "int"
+            return f"fminf(fmaxf({xs[0]}, {xs[1]}), {xs[2]})", "float"
         if fn == "abs":
             return (f"abs({xs[0]})", "int") if args[0][1] == "int" else (f"fabsf({xs[0]})", "float")
         if fn == "neg":
             return f"(-{xs[0]})", args[0][1]
-        simple = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf"}
-        if fn in simple:
-            return f"{simple[fn]}({xs[0]})", "float"
+        if fn in _SCALAR_MATH:
+            return f"{_SCALAR_MATH[fn]}({xs[0]})", "float"
         if fn == "pow":
             return f"powf({xs[0]}, {xs[1]})", "float"
         if fn == "rsqrt":
@@ -113,8 +121,8 @@ class ScalarExpr:
             return f"(1.0f / ({xs[0]}))", "float"
         if fn == "sigmoid":
             return f"(1.0f / (1.0f + expf(-({xs[0]}))))", "float"
-        if fn == "erf":  # no scalar erf: one vector op on a scratch unit
+        if fn in _VECTOR_ONLY:  # no scalar function: one vector op on a scratch unit
             buf = self.scratch()
-            self.pre += [f"{buf}[0] = {xs[0]};", f"__bang_active_erf({buf}, {buf}, 32);"]
+            self.pre += [f"{buf}[0] = {xs[0]};", f"__bang_active_{fn}({buf}, {buf}, 32);"]
             return f"{buf}[0]", "float"
         raise GirError(f"function '{fn}' is not supported by the MLU target", e.loc)

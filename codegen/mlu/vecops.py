@@ -20,7 +20,7 @@ MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      #
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
 _CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
-UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
+UNARY = ir.UNARY_FUNCS   # each is the vector op __bang_active_<fn> (targets/mlu/vector.py)
 CONVERT = {("f32", "i32"): "__bang_int322float", ("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
            ("f16", "f32"): "__bang_float2half", ("bf16", "f32"): "__bang_float2bfloat16",
            ("f32", "bool"): "__bang_uchar2float", ("bool", "f32"): "__bang_float2uchar",   # bool: uint8 0/1
@@ -87,6 +87,8 @@ class VecEmitter:
                 return self.unary(dst, value.fn, operand(value.args[0]))
             if value.fn == "select" and len(value.args) == 3:
                 return self.select(dst, [operand(a) for a in value.args])
+            if value.fn == "clamp" and len(value.args) == 3:
+                return self.clamp(dst, *(operand(a) for a in value.args))
             if value.fn == "gather_cols" and len(value.args) == 2:
                 return self.gather_cols(dst, *(operand(a) for a in value.args))
             if value.fn == "transpose" and len(value.args) == 1:
@@ -215,6 +217,13 @@ class VecEmitter:
                 self.expand(tmp, o)
                 ptrs.append(tmp.ptr)
         self.out.append(f"__bang_select({dst.ptr}, {', '.join(ptrs)}, {dst.length});")
+
+    def clamp(self, dst: Opd, x: Opd, lo: Opd, hi: Opd) -> None:
+        """min(max(x, lo), hi) as two vector ops (maximum/minimum propagate NaN, as numpy.clip); through a scratch
+        tile when `hi` is the destination's own buffer."""
+        tmp = self.scratch_full(dst, 2) if hi.kind in (FULL, ROW, COL) and hi.ptr == dst.ptr else dst
+        self.binary(tmp, "maximum", x, lo)
+        self.binary(dst, "minimum", tmp, hi)
 
     def _scalar_form(self, dst: Opd, fn: str, a: Opd, s: str, swapped: bool) -> None:
         if swapped and fn in MIRROR:

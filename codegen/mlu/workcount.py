@@ -17,7 +17,8 @@ conversion the *source* asks for is counted once, over the smallest domain it ca
   constant; `x / c` for a constant c is a multiply (simple); `x / s` with s over a smaller domain is one
   reciprocal per element of s (div) plus a multiply (simple);
 * classes as in targets/mlu/machine.py: simple (+ - * max min abs neg compares select), div (/ recip), special
-  (exp log sqrt rsqrt tanh sigmoid erf pow), reduce, convert (casts between types, and a bool input tensor used as
+  (exp log sqrt rsqrt tanh sigmoid erf pow sin cos log1p expm1 softplus silu gelu gelu_tanh; floor ceil round are
+  simple; clamp is two simple ops), reduce, convert (casts between types, and a bool input tensor used as
   a `select` condition, which the vector ops need as a number; a bool computed in the function can stay a 1/0
   number);
 * bytes per element: the narrowest element type the op reads (so f16 work counts 64 elements per 128-byte unit,
@@ -39,7 +40,8 @@ from gir.shapes import func_info
 from gir.walk import reductions_preorder, walk
 from targets.mlu.machine import MLU370, MluMachine
 
-SPECIAL = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "gelu", "pow")
+SPECIAL = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "gelu", "pow", "sin", "cos", "log1p", "expm1",
+           "softplus", "silu", "gelu_tanh")   # the class of each __bang_active_<fn> in targets/mlu/vector.py
 DIV = ("recip", "/", "//", "%", "cdiv")
 
 
@@ -206,7 +208,10 @@ class _Builder:
                 conv = _Node(("convert", e.args[0]), "bool->number", "convert", kids[0].vars, 4)
                 kids[0] = self._register(conv)
             cls = "special" if e.fn in SPECIAL else "div" if e.fn in DIV else "simple"
-            return _Node(e, e.fn, cls, vs, nbytes, kids)
+            node = _Node(e, e.fn, cls, vs, nbytes, kids)
+            if e.fn == "clamp":   # max, then min
+                node.extra.append(("clamp min", "simple", vs))
+            return node
         raise ValueError(f"unexpected expression {type(e).__name__}")
 
     def _register(self, node: _Node) -> _Node:

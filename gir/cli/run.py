@@ -33,7 +33,8 @@ VERDICT_HELP = f"""checking results:
 
 inputs:
   Random by default (--seed): floats standard normal, integers in 1..7, booleans fair. A float input read
-  directly by log, sqrt, rsqrt or as the base of pow is uniform in [{DOMAIN_RANGE[0]:g}, {DOMAIN_RANGE[1]:g}) instead.
+  directly by log, log1p, sqrt, rsqrt or as the base of pow is uniform in [{DOMAIN_RANGE[0]:g},
+  {DOMAIN_RANGE[1]:g}) instead.
   --range NAME=LO:HI draws float input NAME uniformly from [LO, HI). --inputs FILE.npz supplies inputs by
   name (numpy.savez(FILE, x=...)), each of exactly the declared type and shape (bf16: ml_dtypes.bfloat16
   arrays); the inputs it lacks are random.

@@ -7,7 +7,7 @@ from gir import ir
 
 RESERVED = frozenset(
     "func kernel alloc load store copy allreduce over sync parallel in step for if else with and or not "
-    "inf nan true false select".split()) | frozenset(ir.REDUCTIONS + ir.UNARY_FUNCS + ir.BINARY_FUNCS + ir.CASTS)
+    "inf nan true false select".split()) | frozenset(ir.REDUCTIONS + ir.UNARY_FUNCS + ir.BINARY_FUNCS + ir.TERNARY_FUNCS + ir.CASTS)
 
 # index variables, in the order statements use them
 INDEX_VARS = tuple("ijklmnpqrstuvwabcdefgh")

@@ -23,6 +23,14 @@ _FLOAT_FUNCS = {
     "rsqrt": lambda x: 1 / math.sqrt(x) if x > 0 else None,
     "recip": lambda x: 1 / x if x != 0 else None,
     "sigmoid": lambda x: 1 / (1 + math.exp(-x)) if x > -700 else None,
+    "sin": math.sin, "cos": math.cos, "expm1": math.expm1, "floor": lambda x: float(math.floor(x)),
+    "ceil": lambda x: float(math.ceil(x)), "round": lambda x: float(round(x)),   # round: half to even
+    "log1p": lambda x: math.log1p(x) if x > -1 else None,
+    "softplus": lambda x: x if x > 20 else math.log1p(math.exp(x)),
+    "silu": lambda x: x / (1 + math.exp(-x)) if x > -700 else None,
+    "gelu": lambda x: 0.5 * x * math.erfc(-x / math.sqrt(2)),
+    "gelu_tanh": lambda x: x / (1 + math.exp(-2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    if x > -40 else None,
 }
 
 

@@ -158,7 +158,7 @@ def expr_kind(e, types: dict[str, ir.TensorType]) -> str | None:
         kinds = [expr_kind(a, types) for a in e.args]
         if e.fn == "select":
             return _numeric(*kinds[1:]) if KIND_BOOL not in kinds[1:] else kinds[1]
-        if e.fn in ("max", "min", "abs", "neg"):
+        if e.fn in ir.KIND_PRESERVING_FUNCS:
             return _numeric(*kinds)
         return KIND_FLOAT
     return None

@@ -46,9 +46,11 @@ class MluMachine:
       vector_align_bytes  -- every NRAM/WRAM operand of a __bang op must start at an address that is a multiple of
                              this (buffers are allocated at multiples of it).
       vector_op_cycles    -- fixed issue cost of one __bang op on the compute pipe.
-      cycles_simple       -- per unit: add, sub, mul, max/min, abs, relu, neg, compare, select, write_value, cycle ops.
+      cycles_simple       -- per unit: add, sub, mul, max/min, abs, relu, neg, floor/ceil/round, compare, select,
+                             write_value, cycle ops.
       cycles_div          -- per unit: div, recip, rdiv_scalar.
-      cycles_special      -- per unit: exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, erf, pow.
+      cycles_special      -- per unit: exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, erf, pow, sin, cos, log1p, expm1,
+                             softplus, silu, gelu_tanh.
       cycles_reduce       -- per unit of input: reduce_sum/max/min (full, rows, cols).
       cycles_transpose    -- per unit: transpose, mirror (row reversal).
       cycles_convert      -- per unit of the wider operand: float<->half/bfloat16/int conversions.

@@ -34,7 +34,7 @@ def kind_of(e: ir.Expr, types: dict[str, ir.TensorType]) -> ir.DType:
         if e.fn == "select":
             a, b = kind_of(e.args[1], types), kind_of(e.args[2], types)
             return F32 if F32 in (a, b) else a
-        if e.fn in ("max", "min", "abs", "neg"):
+        if e.fn in ir.KIND_PRESERVING_FUNCS:
             ks = [kind_of(a, types) for a in e.args]
             return F32 if F32 in ks else ks[0]
         return F32

@@ -16,7 +16,7 @@ from gir import ir
 from gir.shapes import func_info
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
-UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip")
+UNARY = ir.UNARY_FUNCS   # each a vector op of its own (codegen/mlu/vecops.py: __bang_active_<fn>)
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min", "pow": "pow",
           "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares give 1.0 / 0.0
 
@@ -155,6 +155,9 @@ class _Builder:
                 return self.expr(e.args[0], row, col)   # i32/bool of a bool or int value: the same float value
             if e.fn in UNARY:
                 return self.apply(e.fn, [self.expr(e.args[0], row, col)])
+            if e.fn == "clamp" and len(e.args) == 3:   # min(max(x, lo), hi): two vector ops (NaN propagates)
+                x, lo, hi = (self.expr(a, row, col) for a in e.args)
+                return self.apply("min", [self.apply("max", [x, lo]), hi])
             if e.fn == "select" and len(e.args) == 3:   # select(cond, a, b): cond is a 1.0 / 0.0 value
                 return self.apply("select", [self.expr(a, row, col) for a in e.args])
             if e.fn in BINOPS and len(e.args) == 2:

@@ -117,6 +117,13 @@ SCALAR_FUNCS: dict[str, tuple[int, bool, object]] = {
     "logf": (1, False, _ieee(np.log)),
     "sqrtf": (1, False, _ieee(np.sqrt)),
     "tanhf": (1, False, math.tanh),
+    "sinf": (1, False, _ieee(np.sin)),
+    "cosf": (1, False, _ieee(np.cos)),
+    "log1pf": (1, False, _ieee(np.log1p)),
+    "expm1f": (1, False, _ieee(np.expm1)),
+    "floorf": (1, False, _ieee(np.floor)),
+    "ceilf": (1, False, _ieee(np.ceil)),
+    "rintf": (1, False, _ieee(np.rint)),   # round half to even
     "powf": (2, False, _ieee(np.power)),
 }
 

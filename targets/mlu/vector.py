@@ -174,17 +174,32 @@ def _make_cycle(name, fn, op_class, int_ok):
     return run
 
 
-try:  # scipy is optional: fast vectorised erf when present, math.erf element by element otherwise
-    from scipy.special import erf as _erf
+try:  # scipy is optional: fast vectorised erf/erfc when present, math.erf element by element otherwise
+    from scipy.special import erf as _erf, erfc as _erfc
 except ImportError:  # pragma: no cover - depends on the environment
-    _erf_py = np.frompyfunc(math.erf, 1, 1)
+    _erf_py, _erfc_py = np.frompyfunc(math.erf, 1, 1), np.frompyfunc(math.erfc, 1, 1)
 
     def _erf(x):
         return _erf_py(x).astype(x.dtype)
 
+    def _erfc(x):
+        return _erfc_py(x).astype(x.dtype)
+
 
 def _gelu(x):
-    return 0.5 * x * (1.0 + _erf(x * np.float32(1 / math.sqrt(2))))
+    """0.5x(1 + erf(x / sqrt 2)), as 0.5x erfc(-x / sqrt 2) (no cancellation for x << 0)."""
+    return 0.5 * x * _erfc(x * np.float32(-1 / math.sqrt(2)))
+
+
+def _gelu_tanh(x):
+    """0.5x(1 + tanh(u)), u = sqrt(2/pi)(x + 0.044715x^3), as x / (1 + exp(-2u))."""
+    u = np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x * x * x)
+    return x / (1 + np.exp(np.float32(-2) * u))
+
+
+def _softplus(x):
+    """log1p(exp(x)); x itself above 20."""
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, np.float32(20)))))
 
 
 _UNARY = {  # name: (function on float32 / int arrays, op class, allowed on ints)
@@ -194,6 +209,11 @@ _UNARY = {  # name: (function on float32 / int arrays, op class, allowed on ints
     "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), "special", False), "erf": (_erf, "special", False),
     "abs": (np.abs, "simple", True), "relu": (lambda x: np.maximum(x, 0), "simple", True),
     "neg": (np.negative, "simple", True), "square": (np.square, "simple", True),
+    "sin": (np.sin, "special", False), "cos": (np.cos, "special", False), "log1p": (np.log1p, "special", False),
+    "expm1": (np.expm1, "special", False), "softplus": (_softplus, "special", False),
+    "silu": (lambda x: x / (1 + np.exp(-x)), "special", False), "gelu_tanh": (_gelu_tanh, "special", False),
+    "floor": (np.floor, "simple", False), "ceil": (np.ceil, "simple", False),
+    "round": (np.rint, "simple", False),   # half to even
 }
 
 
@@ -206,7 +226,8 @@ def _make_unary(name, fn, op_class, int_ok):
         va = op.operand(a, n, "a")
         out = op.operand(dst, n, "dst", write=True)
         if op.values:
-            out[...] = fn(_wide(va))
+            with np.errstate(all="ignore"):   # IEEE results: overflow to inf, log of a negative NaN
+                out[...] = fn(_wide(va))
         op.finish(op_class)
     return run
 
