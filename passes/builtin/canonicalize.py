@@ -141,8 +141,8 @@ def _identity(e, types):
         keep, dropped = (e.args[1], e.args[2]) if e.args[0].value else (e.args[2], e.args[1])
         if var_names(dropped):  # dropping index uses could change ranges or reduction binding
             return None
-    if keep is None:
-        return None
+    if keep is None or isinstance(keep, ir.Var):
+        return None  # `x[i + 0]` → `x[i]` would make i take its range from x's dimension: not the same program
     before, after = expr_kind(e, types), expr_kind(keep, types)
     return keep if before is not None and before == after else None
 

@@ -143,3 +143,12 @@ def test_inline_never_inlines_results_or_diagonals():
 def test_unchanged_functions_keep_identity(pass_):
     module = gir.parse_text("func g(x: f32[M]) -> (y: f32[M]) {\n  y[i] = x[i]\n}\n")
     assert pass_.apply(PassContext(), module) == module
+
+
+def test_canonicalize_keeps_an_offset_index_that_does_not_bind_a_range():
+    """`x[i + 0]` reads a prefix of a longer x; `x[i]` would make i range over all of x (found by the ONNX
+    importer on Slice)."""
+    module = gir.parse_text("func f(x: f32[20]) -> (y: f32[3]) {\n  y[i] = x[i + 0] * 1.0\n}\n", "t.gir")
+    out = Canonicalize().apply(PassContext(), module)
+    verify_module(out)
+    assert gir.print_module(out) == "func f(x: f32[20]) -> (y: f32[3]) {\n  y[i] = x[i + 0]\n}\n"
