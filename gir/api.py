@@ -427,7 +427,8 @@ def _compile_program(kernel: Kernel, sizes: dict[str, int]) -> Program:
             from passes.analysis.checks import check_module
 
             family = "mlu" if kernel.target == "mlu-sim" else "cuda"
-            for w in check_module(ir.Module((func,)), family, sizes, False):
+            for w in check_module(ir.Module((func,)), family, sizes, False,
+                                  kernel.options.get("index_type", "auto")):
                 remarks.append({"kind": "missed", "text": w.format()})
         explicit = func
     elif kernel.target == "mlu-sim":

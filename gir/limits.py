@@ -87,7 +87,7 @@ def ensure_recursion_headroom() -> None:
 
 def refuse_empty_tensors(func, what: str = "compiling") -> None:
     """Code generation assumes every tensor has elements: a literal zero-size dimension is refused, located
-    at the declaration (the evaluator, `gir eval`, handles empty tensors)."""
+    at the declaration (the evaluator refuses empty inputs too; empty tensors are not supported yet)."""
     for p in tuple(func.params) + tuple(func.results):
         if any(d == 0 for d in p.type.shape if isinstance(d, int)):
             raise GirError(f"'{p.name}' has a zero-size dimension: {what} tensors without elements is not "

@@ -5,8 +5,9 @@ import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-UNSEEDED = re.compile(r"default_rng\(\s*\)|np\.random\.(rand|randn|random|normal|uniform|standard_normal)\(")
+UNSEEDED = re.compile(r"default_rng\(\s*\)|random\.Random\(\s*\)|np\.random\.(rand|randn|random|normal|uniform|standard_normal|randint|choice|seed)\(")
 WALL_CLOCK = re.compile(r"^\s*assert\b.*(perf_counter|time\.time\(|monotonic\(|elapsed\b)", re.MULTILINE)
+TIMER_VAR = re.compile(r"^\s*(\w+)\s*=.*(perf_counter|time\.time\(|monotonic\()", re.MULTILINE)
 
 
 def _sources():
@@ -19,7 +20,14 @@ def test_no_unseeded_random_generators():
     assert not bad, f"unseeded random inputs: {bad}"
 
 
+def _timer_assertions(text: str) -> list[str]:
+    """Assertions on a timer call, or on a variable assigned from one (`t0 = perf_counter()` ... `assert t0`)."""
+    found = [m.group(0).strip() for m in WALL_CLOCK.finditer(text)]
+    for var in {m.group(1) for m in TIMER_VAR.finditer(text)}:
+        found += [m.group(0).strip() for m in re.finditer(rf"^\s*assert\b.*\b{var}\b.*$", text, re.MULTILINE)]
+    return found
+
+
 def test_no_wall_clock_assertions():
-    bad = [f"{p.relative_to(TESTS)}: {m.group(0).strip()}" for p in _sources()
-           for m in WALL_CLOCK.finditer(p.read_text())]
+    bad = [f"{p.relative_to(TESTS)}: {line}" for p in _sources() for line in _timer_assertions(p.read_text())]
     assert not bad, f"wall-clock assertions: {bad}"

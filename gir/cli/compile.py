@@ -1,8 +1,8 @@
-"""`gir compile FILE --target cuda|hip`: run the compile pipeline (IDFG passes + search) and generate GPU source.
+"""`gir compile FILE --target cuda|hip|mlu-sim`: run the compile pipeline and generate source.
 
 Without -o, prints the explicit GIR (--emit gir), the source (--emit source, the default) or both.
-With -o DIR/ (or an existing directory), writes NAME.cu / NAME.hip / NAME.mlu and NAME.json (launch metadata)
-per kernel, plus FILE.gir with --emit gir|all; with -o FILE, writes exactly FILE (and --meta FILE.json).
+With -o DIR/ (or an existing directory), writes NAME.cu / NAME.hip and NAME.json (launch metadata) per kernel
+(NAME.mlu and NAME.json per function on the MLU), plus FILE.gir with --emit gir|all; with -o FILE, writes exactly FILE (and --meta FILE.json).
 Everything is generated before anything is written, and every file is written atomically.
 """
 from __future__ import annotations
@@ -113,7 +113,7 @@ def _write_outputs(args, per_kernel: dict[str, str], source: str, gir_text: str,
         return 0
     out = Path(args.output)
     if args.output.endswith(("/", os.sep)) or out.is_dir():
-        files = {out / name: text for name, text in per_kernel.items()}
+        files.update({out / name: text for name, text in per_kernel.items()})
         if args.emit in ("gir", "all"):
             stem = "stdin" if args.file == "-" else Path(args.file).stem
             files[out / (stem + ".gir")] = gir_text

@@ -33,7 +33,7 @@ def test_transpose_shared_tile():
 
 
 def test_scalar_grid_stride_random_sizes():
-    rng = random.Random()
+    rng = random.Random(0)
     for m, n in [(1, 1), (3, 300), (rng.randint(1, 7), rng.randint(1, 700))]:
         _, t = traffic("copy_scalar", {"M": m, "N": n})
         assert t.total("global", "read") == m * n * 4 == t.total("global", "write")
