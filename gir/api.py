@@ -59,7 +59,7 @@ def compile(source_or_path, target: str = "sim", sizes: dict[str, int] | None = 
     index_type: the C index type of emitted CUDA (auto, int32, int64).
     check_races: on sim, also detect races dynamically while running (slower).
     """
-    from gir.cli.targets import canonical
+    from targets.registry import canonical
 
     name = canonical(str(target))
     if name not in RUNNABLE:
@@ -365,7 +365,7 @@ def _load(text: str, filename: str) -> ir.Module:
 
 def _check_sizes(sizes, func: ir.Func, filename: str) -> dict[str, int]:
     """A copy of `sizes`, each an int from 1 to 2^62 naming a size `func` uses."""
-    from gir.cli.common import MAX_SIZE
+    from gir.limits import MAX_SIZE
 
     out: dict[str, int] = {}
     known = set(func.size_symbols())

@@ -21,9 +21,10 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from gir.errors import GirError
 
 FORMAT = 1                        # of an entry; another number is a miss
 SUFFIX = ".json"
@@ -98,18 +99,12 @@ def load(k: str) -> dict | None:
 
 def store(k: str, entry: dict) -> bool:
     """Write the entry atomically; False (and nothing left behind) if the cache cannot be written."""
+    from gir.files import write_atomic  # temporary file in the same folder, then os.replace
+
     data = json.dumps({**entry, "format": FORMAT, "key": k}, indent=1, sort_keys=True)
-    folder = entries_dir()
-    tmp = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{k[:16]}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-        os.replace(tmp, entry_path(k))
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+        write_atomic(entry_path(k), data)
+    except GirError:
         return False
     stats["stores"] += 1
     return True

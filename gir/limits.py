@@ -14,6 +14,7 @@ MAX_STATEMENTS = 1024    # statements in one function (a chain of 1000 compiles 
 MAX_FUNCS = 256          # functions in one file
 MAX_LITERAL_CHARS = 64   # characters of one number literal
 MAX_INT_LITERAL = (1 << 63) - 1
+MAX_SIZE = 1 << 62       # one size binding (--sizes, gir.compile): beyond int64 index arithmetic in every backend
 
 
 def check_tree(tree: Tree, filename: str, source: str) -> None:

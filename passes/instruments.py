@@ -130,7 +130,7 @@ class DumpIR(PassInstrument):
         self.written: list[Path] = []
 
     def _write(self, number: int, label: str, module) -> None:
-        from gir.cli.common import write_atomic
+        from gir.files import write_atomic
 
         path = self.directory / f"{number:0{self.width}d}-{label}.gir"
         write_atomic(path, ir_text(module))

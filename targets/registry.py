@@ -38,10 +38,16 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
 )}
 
 
+NAMES = tuple(TARGETS)            # the one set of target names, for every subcommand and gir.compile
+ALIASES = {"mlu": "mlu-sim"}      # there is no real MLU here: `mlu` is the simulated one
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name, name)
+
+
 def get_target(name: str) -> Target:
     """The target of a name (`mlu` is an alias of `mlu-sim`, as on every subcommand)."""
-    from gir.cli.targets import canonical
-
     try:
         return TARGETS[canonical(name)]
     except KeyError:
@@ -49,4 +55,4 @@ def get_target(name: str) -> Target:
                        [f"known targets: {', '.join(TARGETS)}"]) from None
 
 
-__all__ = ["Target", "TARGETS", "get_target"]
+__all__ = ["Target", "TARGETS", "NAMES", "ALIASES", "canonical", "get_target"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from gir.cli.common import load_verified, pick_func, parse_sizes, write_atomic
+from gir.cli.common import load_verified, pick_func, parse_sizes
+from gir.files import write_atomic
 
 
 def register(sub) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from gir import ir
 from gir.cli.targets import add_target_argument
-from gir.cli.common import load_verified, output_path, parse_sizes, write_all_atomic
+from gir.cli.common import load_verified, output_path, parse_sizes
+from gir.files import write_all_atomic
 from gir.errors import UsageError
 
 

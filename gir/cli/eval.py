@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gir.cli.common import load_verified, pick_func, parse_sizes, write_atomic
+from gir.cli.common import load_verified, pick_func, parse_sizes
+from gir.files import write_atomic
 from gir.cli.inputs import load_inputs
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from gir.cli.common import write_atomic
+from gir.files import write_atomic
 from gir.comments import format_source
 from gir.errors import UsageError
 from gir.source import STDIN, read_source

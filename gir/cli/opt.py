@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from gir.cli.common import load_verified, output_path, write_atomic
+from gir.cli.common import load_verified, output_path
+from gir.files import write_atomic
 from gir.source import display_name
 
 

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import argparse
 
-NAMES = ("sim", "cuda", "hip", "mlu-sim")
-ALIASES = {"mlu": "mlu-sim"}
+from targets.registry import NAMES, canonical
 WHERE = {"sim": "the SIMT simulator runs programs with `gir run` and `gir bench`",
          "cuda": "cuda code comes from `gir compile`, runs with `gir run`/`gir bench` on an NVIDIA GPU",
          "hip": "hip code comes from `gir compile --target hip` (it cannot run here)",
          "mlu-sim": "MLU code comes from `gir compile`, runs with `gir run`/`gir bench`"}
-
-
-def canonical(name: str) -> str:
-    return ALIASES.get(name, name)
 
 
 def add_target_argument(p, supported: dict[str, str], default: str | None, help_text: str = "") -> None:

@@ -13,7 +13,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gir.cli.common import write_atomic
+from gir.files import write_atomic
 from targets.bench.ratio import RATIOS, ratio_of
 
 MAX_SERIES = 8

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from gir.cli.common import write_atomic
+from gir.files import write_atomic
 
 COLUMNS = ("suite", "op", "dtype", "sizes", "status", "compile_s", "compulsory_bytes", "moved_bytes",
            "traffic_ratio", "rel_err", "time_s", "gbps", "pct_copy", "roofline_s", "vs_roofline",
