@@ -146,7 +146,7 @@ def run_case(case: NodeCase) -> tuple[str, str]:
     worst = []
     dtypes = {fn.outputs[p.name]: p.type.dtype for fn in result.functions for p in fn.func.results}
     for name, want in case.outputs.items():
-        err, tol = compare(env[name], want), tolerance(dtypes[name])
+        err, tol = compare(env[name], want, dtypes[name]), tolerance(dtypes[name])
         if not err <= tol:
             worst.append(f"{name}: error {err:.3g} > {tol:g}")
     return ("mismatch", "; ".join(worst)) if worst else ("match", "")

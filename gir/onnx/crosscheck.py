@@ -10,12 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 import onnx
-from gir import ir
+from gir import ir, verdict
 from gir.evaluate import evaluate, random_inputs
 from gir.onnx.importer import ImportedFunction, ImportResult
-
-TOLERANCE = {ir.DType.f32: 1e-5, ir.DType.f16: 1e-2, ir.DType.bf16: 1e-2}
-
 
 def subgraph_model(result: ImportResult, fn: ImportedFunction) -> onnx.ModelProto:
     graph = result.graph
@@ -39,25 +36,14 @@ def subgraph_model(result: ImportResult, fn: ImportedFunction) -> onnx.ModelProt
     return model
 
 
-def compare(got: np.ndarray, want: np.ndarray) -> float:
-    """Norm-wise relative error (non-finite values must agree exactly); for integers and booleans, the
-    fraction of elements that differ."""
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape:
-        return float("inf")
-    if want.dtype.kind in "biu":
-        return float(np.mean(got != want)) if want.size else 0.0
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    finite = np.isfinite(w)
-    if not np.array_equal(np.isfinite(g), finite) or not np.array_equal(g[~finite], w[~finite], equal_nan=True):
-        return float("inf")
-    scale = np.linalg.norm(w[finite])
-    diff = np.linalg.norm(g[finite] - w[finite])
-    return float(diff / scale) if scale > 0 else float(diff)
+def compare(got: np.ndarray, want: np.ndarray, dtype: ir.DType) -> float:
+    """The error `gir run` judges (gir.verdict): norm-wise relative error, inf when shapes or NaN/inf patterns
+    differ; integers and booleans exact (0 when equal)."""
+    return float(verdict.compare(got, want, dtype).error)
 
 
 def tolerance(dtype: ir.DType) -> float:
-    return TOLERANCE.get(dtype, 0.0)
+    return verdict.TOLERANCE.get(dtype, 0.0)
 
 
 def crosscheck(result: ImportResult, fn: ImportedFunction, sizes: dict[str, int] | None = None,
@@ -84,5 +70,5 @@ def crosscheck(result: ImportResult, fn: ImportedFunction, sizes: dict[str, int]
     out = {}
     for p, w in zip(fn.func.results, want):
         tol = max([tolerance(p.type.dtype)] + [tolerance(d) for d in narrow]) if p.type.dtype.is_float else 0.0
-        out[fn.outputs[p.name]] = (compare(got[p.name], w), tol)
+        out[fn.outputs[p.name]] = (compare(got[p.name], w, p.type.dtype), tol)
     return out
