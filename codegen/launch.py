@@ -13,17 +13,12 @@ import ast as pyast
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import eval_int, free_vars, to_affine
+from gir.affine import free_vars
 from gir.errors import GirError
 from gir.printer import format_expr
+from passes.analysis.launch import extent_expr, scope_depth, scope_extent
 
 GPU_BLOCK, GPU_THREAD = ir.ParLevel.block, ir.ParLevel.thread
-
-
-def extent_expr(p: ir.Parallel) -> ir.Expr:
-    if p.lo == ir.Const(0):
-        return p.hi
-    return ir.BinOp("-", p.hi, p.lo)
 
 
 @dataclass
@@ -55,23 +50,11 @@ class LaunchPlan:
 
 
 def _const_extent(p: ir.Parallel, sizes: dict[str, int]) -> int:
-    e = extent_expr(p)
-    aff = to_affine(e)
-    if aff is not None and aff.is_const:
-        return aff.const
-    if free_vars(e) <= set(sizes):
-        return eval_int(e, sizes)
+    ext = scope_extent(p, sizes)
+    if ext is not None:
+        return ext
     raise GirError(f"@{p.level.value} extent must be a constant (the block size is fixed at compile time); "
                    f"give --sizes to fix it", p.loc)
-
-
-def _nested(body, level) -> list[ir.Parallel]:
-    return [s for s in body if isinstance(s, ir.Parallel) and s.level == level]
-
-
-def _depth(p: ir.Parallel) -> int:
-    inner = _nested(p.body, p.level)
-    return 1 + max((_depth(q) for q in inner), default=0)
 
 
 def plan_launch(kernel: ir.Kernel, sizes: dict[str, int], size_names: set[str]) -> LaunchPlan:
@@ -80,7 +63,7 @@ def plan_launch(kernel: ir.Kernel, sizes: dict[str, int], size_names: set[str]) 
         if not isinstance(s, ir.Parallel) or s.level != GPU_BLOCK:
             raise GirError("a GPU kernel body must consist of @block scopes "
                            "(MLU kernels go to the MLU backend)", getattr(s, "loc", kernel.loc))
-        _walk_chain(s, _depth(s) - 1, plan, sizes, size_names)
+        _walk_chain(s, scope_depth(s) - 1, plan, sizes, size_names)
     if plan.lanes and any(plan.block_exts):
         raise GirError(f"kernel '{kernel.name}' mixes @thread and @warp/@lane scopes", kernel.loc)
     return plan
@@ -120,7 +103,7 @@ def _walk_body(body, parent: ir.Parallel | None, dim: int, plan, sizes, size_nam
             elif s.level == GPU_BLOCK:
                 raise GirError("@block scopes nest only directly inside each other", s.loc)
             else:
-                _walk_chain(s, _depth(s) - 1, plan, sizes, size_names)
+                _walk_chain(s, scope_depth(s) - 1, plan, sizes, size_names)
         elif isinstance(s, ir.For):
             _walk_body(s.body, None, dim, plan, sizes, size_names)
         elif isinstance(s, ir.If):

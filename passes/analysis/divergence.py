@@ -21,11 +21,11 @@ from __future__ import annotations
 import z3
 
 from gir import ir
-from gir.affine import free_vars, to_affine
+from gir.affine import free_vars
 from passes.analysis import z3_helpers as zh
 from passes.analysis.access import BARRIER_LEVELS, Instr
 from passes.analysis.diagnostics import CheckDiagnostic, make
-from passes.analysis.launch import gpu_machine_of, launch_shape
+from passes.analysis.launch import gpu_machine_of, launch_shape, scope_extent
 from passes.analysis.races import INNER
 
 
@@ -158,8 +158,7 @@ def _same_group(ins: Instr, envs, varying: set[str], hw: dict, group: int) -> li
 
 
 def _const_extent(v) -> int | None:
-    aff = to_affine(ir.BinOp("-", v.hi, v.lo))
-    return aff.const if aff is not None and aff.is_const else None
+    return scope_extent(v, {})
 
 
 def _free(e) -> set[str]:

@@ -81,14 +81,14 @@ def _walk(body, parent: ir.Parallel | None, dim: int, in_cluster: bool, shape: L
         if isinstance(s, ir.Parallel):
             level = s.level
             if level == THREAD:
-                d = dim - 1 if parent is not None and parent.level == THREAD else _depth(s) - 1
-                shape.threads.append(Scope(s, d, _extent(s, sizes)))
+                d = dim - 1 if parent is not None and parent.level == THREAD else scope_depth(s) - 1
+                shape.threads.append(Scope(s, d, scope_extent(s, sizes)))
                 _walk(s.body, s, d, in_cluster, shape, sizes)
                 continue
             if level in (WARP, LANE):
-                (shape.warps if level == WARP else shape.lanes).append(Scope(s, 0, _extent(s, sizes)))
+                (shape.warps if level == WARP else shape.lanes).append(Scope(s, 0, scope_extent(s, sizes)))
             elif level == ir.ParLevel.core:
-                shape.cores.append((Scope(s, 0, _extent(s, sizes)), in_cluster))
+                shape.cores.append((Scope(s, 0, scope_extent(s, sizes)), in_cluster))
             _walk(s.body, s, 0, in_cluster or level == ir.ParLevel.cluster, shape, sizes)
         elif isinstance(s, ir.For):
             _walk(s.body, None, dim, in_cluster, shape, sizes)
@@ -97,13 +97,21 @@ def _walk(body, parent: ir.Parallel | None, dim: int, in_cluster: bool, shape: L
             _walk(s.orelse, None, dim, in_cluster, shape, sizes)
 
 
-def _depth(p: ir.Parallel) -> int:
+def scope_depth(p: ir.Parallel) -> int:
+    """How many scopes of p's level nest directly from p down (1 + the deepest chain inside): the outermost
+    scope of a chain takes the highest threadIdx / blockIdx dimension (the code generator uses the same rule)."""
     inner = [s for s in p.body if isinstance(s, ir.Parallel) and s.level == p.level]
-    return 1 + max((_depth(q) for q in inner), default=0)
+    return 1 + max((scope_depth(q) for q in inner), default=0)
 
 
-def _extent(p: ir.Parallel, sizes: dict[str, int]) -> int | None:
-    ext = p.hi if p.lo == ir.Const(0) else ir.BinOp("-", p.hi, p.lo)
+def extent_expr(p: ir.Parallel) -> ir.Expr:
+    """hi - lo of a parallel scope (hi alone when lo is 0)."""
+    return p.hi if p.lo == ir.Const(0) else ir.BinOp("-", p.hi, p.lo)
+
+
+def scope_extent(p: ir.Parallel, sizes: dict[str, int]) -> int | None:
+    """The scope's extent as an integer at `sizes`; None where it stays symbolic."""
+    ext = extent_expr(p)
     aff = to_affine(ext)
     if aff is not None and aff.is_const:
         return aff.const
