@@ -6,7 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from gir import ir
+from gir.evaluate import UNARY_FLOAT
 from passes.base import ModulePass, PassContext
 from passes.builtin.exprs import expr_kind, map_expr, map_operator_funcs, tensor_types, var_names
 
@@ -16,24 +19,6 @@ _FLOAT_BINOPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a
 _INT_BINOPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
             ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-_FLOAT_FUNCS = {
-    "exp": math.exp, "tanh": math.tanh, "erf": math.erf, "abs": abs, "neg": lambda x: -x,
-    "log": lambda x: math.log(x) if x > 0 else None,
-    "sqrt": lambda x: math.sqrt(x) if x >= 0 else None,
-    "rsqrt": lambda x: 1 / math.sqrt(x) if x > 0 else None,
-    "recip": lambda x: 1 / x if x != 0 else None,
-    "sigmoid": lambda x: 1 / (1 + math.exp(-x)) if x > -700 else None,
-    "sin": math.sin, "cos": math.cos, "expm1": math.expm1, "floor": lambda x: float(math.floor(x)),
-    "ceil": lambda x: float(math.ceil(x)), "round": lambda x: float(round(x)),   # round: half to even
-    "log1p": lambda x: math.log1p(x) if x > -1 else None,
-    "softplus": lambda x: x if x > 20 else math.log1p(math.exp(x)),
-    "silu": lambda x: x / (1 + math.exp(-x)) if x > -700 else None,
-    "gelu": lambda x: 0.5 * x * math.erfc(-x / math.sqrt(2)),
-    "gelu_tanh": lambda x: x / (1 + math.exp(-2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-    if x > -40 else None,
-}
-
-
 @dataclass(frozen=True)
 class Canonicalize(ModulePass):
     """Fold constant subexpressions; simplify x*1, x/1, x+0, x-0, -(-x), x - -c and select(true, a, b).
@@ -110,15 +95,21 @@ def _fold(e) -> ir.Const | None:
         if isinstance(e, ir.Call) and e.args and all(_const(a) for a in e.args):
             values = [a.value for a in e.args]
             kind = _same_type(*values)
-            if kind is float and len(values) == 1 and e.fn in _FLOAT_FUNCS:
-                return _make(_FLOAT_FUNCS[e.fn](values[0]), e)
-            if kind is int and len(values) == 1 and e.fn in ("abs", "neg"):
+            if kind is float and len(values) == 1 and e.fn in UNARY_FLOAT:
+                return _make(_unary(e.fn, values[0]), e)
+            if kind in (int, float) and len(values) == 1 and e.fn in ("abs", "neg"):
                 return _make(abs(values[0]) if e.fn == "abs" else -values[0], e)
             if kind in (int, float) and len(values) == 2 and e.fn in ("max", "min"):
                 return _make(max(values) if e.fn == "max" else min(values), e)
     except (OverflowError, ValueError, ZeroDivisionError):
         return None
     return None
+
+
+def _unary(fn: str, x: float) -> float:
+    """The evaluator's own definition of a builtin, on one float64 (a NaN or inf result is not folded)."""
+    with np.errstate(all="ignore"):
+        return float(UNARY_FLOAT[fn](np.float64(x)))
 
 
 def _is(e, value) -> bool:
