@@ -1,6 +1,6 @@
 """Code generation: explicit GIR kernels → CUDA / HIP source plus launch metadata.
 
-    from codegen import emit_module
+    from gir.codegen import emit_module
     for ks in emit_module(module, "cuda"):
         ks.name, ks.source, ks.meta          # meta is JSON-serialisable (ks.to_json())
 
@@ -40,10 +40,10 @@ class KernelSource:
 
 def printer_for(target: str):
     if target == "cuda":
-        from codegen.cuda import CudaPrinter
+        from gir.codegen.cuda import CudaPrinter
         return CudaPrinter()
     if target == "hip":
-        from codegen.hip import HipPrinter
+        from gir.codegen.hip import HipPrinter
         return HipPrinter()
     raise UsageError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
 
@@ -68,7 +68,7 @@ def choose_index_type(func: ir.Func, sizes: dict[str, int], option: str | None =
 
 def emit_func(func: ir.Func, target: str = "cuda", sizes: dict[str, int] | None = None,
               options: dict | None = None) -> list[KernelSource]:
-    from codegen.lower import KernelLowerer, describe_grid
+    from gir.codegen.lower import KernelLowerer, describe_grid
 
     if not func.is_explicit:
         raise GirError(f"func '{func.name}' is at the operator layer; lower it first "
@@ -129,12 +129,12 @@ def combined_source(kernels: list[KernelSource]) -> str:
         for line in ks.prelude.splitlines():
             if line.startswith("#include") and line not in includes:
                 includes.append(line)
-    from codegen.cstyle import HELPERS
+    from gir.codegen.cstyle import HELPERS
     return "\n".join(includes) + "\n\n" + HELPERS + "\n" + "\n".join(ks.body for ks in kernels)
 
 
 def _cname(name: str) -> str:
-    from codegen.exprs import cname
+    from gir.codegen.exprs import cname
     return cname(name)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from codegen import ast as C
+from gir.codegen import ast as C
 
 # C operator precedence (higher binds tighter)
 _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5,

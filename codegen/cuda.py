@@ -1,7 +1,7 @@
 """CUDA spellings for the C-style printer (compiled by nvcc or NVRTC)."""
 from __future__ import annotations
 
-from codegen.cstyle import CStylePrinter
+from gir.codegen.cstyle import CStylePrinter
 
 
 class CudaPrinter(CStylePrinter):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from codegen import ast as C
+from gir.codegen import ast as C
 from gir import ir
 from gir.errors import GirError
 

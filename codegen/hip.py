@@ -2,7 +2,7 @@
 shuffles and no lane masks; bf16 is ROCm's `hip_bfloat16`)."""
 from __future__ import annotations
 
-from codegen.cstyle import CStylePrinter
+from gir.codegen.cstyle import CStylePrinter
 
 
 class HipPrinter(CStylePrinter):

@@ -16,7 +16,7 @@ from gir import ir
 from gir.affine import free_vars
 from gir.errors import GirError
 from gir.printer import format_expr
-from passes.analysis.launch import extent_expr, scope_depth, scope_extent
+from gir.passes.analysis.launch import extent_expr, scope_depth, scope_extent
 
 GPU_BLOCK, GPU_THREAD = ir.ParLevel.block, ir.ParLevel.thread
 

@@ -12,9 +12,9 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from codegen import ast as C
-from codegen.exprs import Compute, add, cname, combine, index_expr, mul, read_elem, write_elem
-from codegen.launch import LaunchPlan, extent_expr, plan_launch
+from gir.codegen import ast as C
+from gir.codegen.exprs import Compute, add, cname, combine, index_expr, mul, read_elem, write_elem
+from gir.codegen.launch import LaunchPlan, extent_expr, plan_launch
 from gir import ir
 from gir.affine import Affine, free_vars, to_affine
 from gir.errors import GirError
@@ -391,7 +391,7 @@ class KernelLowerer:
 
 
 def _extent_value(p: ir.Parallel, sizes) -> int:
-    from codegen.launch import _const_extent
+    from gir.codegen.launch import _const_extent
     return _const_extent(p, sizes)
 
 

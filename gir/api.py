@@ -59,7 +59,7 @@ def compile(source_or_path, target: str = "sim", sizes: dict[str, int] | None = 
     index_type: the C index type of emitted CUDA (auto, int32, int64).
     check_races: on sim, also detect races dynamically while running (slower).
     """
-    from targets.registry import canonical
+    from gir.targets.registry import canonical
 
     name = canonical(str(target))
     if name not in RUNNABLE:
@@ -257,12 +257,12 @@ class _HostRuntime:
 
     def run(self, kernel: Kernel, program: Program, values: dict, arrays: dict, outs, sizes) -> list:
         if self.target == "sim":
-            from targets.sim import run_func
+            from gir.targets.sim import run_func
 
             with np.errstate(all="ignore"):  # overflow to inf is the program's meaning, as in gir run
                 res = run_func(program.explicit, arrays, sizes, warp_size=32, check_races=kernel.check_races)
         else:
-            from targets.mlu.run import run_func
+            from gir.targets.mlu.run import run_func
 
             with np.errstate(all="ignore"):
                 res = run_func(program.explicit, arrays, sizes)
@@ -325,12 +325,12 @@ class _DeviceRuntime:
 
 
 def _cuda_device():
-    from targets.cuda import available
+    from gir.targets.cuda import available
 
     if not available():
         raise GirError("target 'cuda' cannot run here: no CUDA device available (it needs an NVIDIA GPU and "
                        "cupy); gir.compile(..., target='sim') runs the same kernels on the CPU simulator")
-    from targets.cuda.device import CupyDevice
+    from gir.targets.cuda.device import CupyDevice
 
     return CupyDevice()
 
@@ -412,10 +412,10 @@ def _machine(kernel: Kernel) -> dict:
     import dataclasses
 
     if kernel.target == "mlu-sim":
-        from passes.machines import machine_data
+        from gir.passes.machines import machine_data
 
         return machine_data("mlu370")
-    from passes.machines import machine_for
+    from gir.passes.machines import machine_for
 
     return dataclasses.asdict(machine_for(kernel.target, kernel.options["machine"] or None))
 
@@ -424,7 +424,7 @@ def _compile_program(kernel: Kernel, sizes: dict[str, int]) -> Program:
     func, remarks = kernel.func, []
     if func.is_explicit:
         if kernel.options["check"]:
-            from passes.analysis.checks import check_module
+            from gir.passes.analysis.checks import check_module
 
             family = "mlu" if kernel.target == "mlu-sim" else "cuda"
             for w in check_module(ir.Module((func,)), family, sizes, False,
@@ -432,12 +432,12 @@ def _compile_program(kernel: Kernel, sizes: dict[str, int]) -> Program:
                 remarks.append({"kind": "missed", "text": w.format()})
         explicit = func
     elif kernel.target == "mlu-sim":
-        from passes.schedule_mlu import schedule_mlu
+        from gir.passes.schedule_mlu import schedule_mlu
 
         explicit = schedule_mlu(func, sizes)
     else:
-        from passes.manager import as_module
-        from passes.middle import run_default
+        from gir.passes.manager import as_module
+        from gir.passes.middle import run_default
 
         opts = {"sizes": sizes, "machine": kernel.options["machine"], "check": kernel.options["check"]}
         state, ctx = run_default(ir.Module((func,)), kernel.target, opts)
@@ -445,7 +445,7 @@ def _compile_program(kernel: Kernel, sizes: dict[str, int]) -> Program:
         remarks = [{"kind": r.kind, "text": r.format()} for r in ctx.remarks]
     kernels = []
     if kernel.target == "cuda":
-        from codegen import emit_module
+        from gir.codegen import emit_module
 
         kernels = emit_module(ir.Module((explicit,)), "cuda", sizes, {"index_type": kernel.options["index_type"]})
     return Program(dict(sizes), explicit, list(kernels), remarks)
@@ -463,7 +463,7 @@ def _to_entry(kernel: Kernel, program: Program) -> dict:
 
 def _from_entry(entry: dict, name: str, sizes: dict[str, int], key: str) -> Program | None:
     """The program of a cache entry; None (a miss) if the entry does not hold one."""
-    from codegen import KernelSource
+    from gir.codegen import KernelSource
     from gir.parser import parse_text
 
     try:

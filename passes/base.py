@@ -60,7 +60,7 @@ class PassContext:
     def remark(self, pass_name: str, kind: str, message: str, loc=None, notes=()) -> None:
         """Record a remark: kind is 'passed' (an optimisation done), 'missed' (one not done: traffic left on
         the table, always shown) or 'analysis' (a fact behind a decision)."""
-        from passes.remarks import Remark
+        from gir.passes.remarks import Remark
         self.remarks.append(Remark(pass_name, kind, message, loc, tuple(notes)))
 
 

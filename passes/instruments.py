@@ -13,7 +13,7 @@ from typing import TextIO
 
 from gir import ir
 from gir.printer import print_module
-from passes.base import ModulePass, PassContext
+from gir.passes.base import ModulePass, PassContext
 
 
 class PassInstrument:
@@ -163,7 +163,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _names(values: list[str]) -> list[str]:
-    from passes.registry import registry
+    from gir.passes.registry import registry
 
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
     for name in names:

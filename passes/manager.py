@@ -14,10 +14,10 @@ from typing import Iterable
 
 from gir import ir
 from gir.errors import Diagnostic, GirError
-from passes.base import ModulePass, PassContext
-from passes.instruments import PassInstrument
-from passes.pipeline import PassPipeline, parse_pipeline
-from passes.registry import Registry
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.instruments import PassInstrument
+from gir.passes.pipeline import PassPipeline, parse_pipeline
+from gir.passes.registry import Registry
 
 
 def ir_kind(state) -> str:
@@ -127,7 +127,7 @@ def _module_type():
 
 
 def _graph_type():
-    from passes.middle.graph import ModuleGraph
+    from gir.passes.middle.graph import ModuleGraph
     return ModuleGraph
 
 
@@ -139,7 +139,7 @@ def _verify(state) -> None:
         from gir.verifier import verify_module
         verify_module(state)
     else:
-        from passes.middle.verify import verify_graph
+        from gir.passes.middle.verify import verify_graph
         verify_graph(state)
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from gir.errors import GirError, Loc
-from passes.base import ModulePass, OptionError
-from passes.registry import Registry, registry, unknown_pass_message
+from gir.passes.base import ModulePass, OptionError
+from gir.passes.registry import Registry, registry, unknown_pass_message
 
 # The default optimisation pipeline of `gir opt` / `gir compile`: extend it here, in this one place.
 DEFAULT_PIPELINE = "canonicalize,cse,inline-elementwise,canonicalize,dce"

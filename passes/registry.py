@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from gir.errors import GirError
-from passes.base import ModulePass, check_pass_class
+from gir.passes.base import ModulePass, check_pass_class
 
 GROUP = "gir.passes"
 
@@ -26,7 +26,7 @@ class PassInfo:
     cls: type[ModulePass]
     distribution: str | None = None  # e.g. "gir-compiler"
     version: str | None = None
-    entry_point: str | None = None  # e.g. "passes.builtin.cse:CommonSubexpressionElimination"
+    entry_point: str | None = None  # e.g. "gir.passes.builtin.cse:CommonSubexpressionElimination"
 
     @property
     def origin(self) -> str:

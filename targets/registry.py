@@ -31,10 +31,10 @@ class Target:
 
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
-    Target("sim", "gpu", 32, "targets.sim:run_func", "SIMT simulator on the CPU (numpy)"),
-    Target("cuda", "gpu", 32, "targets.cuda.runner:run_func", "NVIDIA GPU through cupy"),
+    Target("sim", "gpu", 32, "gir.targets.sim:run_func", "SIMT simulator on the CPU (numpy)"),
+    Target("cuda", "gpu", 32, "gir.targets.cuda.runner:run_func", "NVIDIA GPU through cupy"),
     Target("hip", "gpu", 64, None, "AMD GPU (source through hipcc; no runner here)"),
-    Target("mlu-sim", "mlu", 1, "targets.mlu.run:run_func", "MLU-like machine simulator"),
+    Target("mlu-sim", "mlu", 1, "gir.targets.mlu.run:run_func", "MLU-like machine simulator"),
 )}
 
 

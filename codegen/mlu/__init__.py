@@ -1,4 +1,4 @@
 """BANG-C-like code generation for the simulated MLU (see docs/mlu.md)."""
-from codegen.mlu.emit import MluKernelSource, emit_func, emit_module
+from gir.codegen.mlu.emit import MluKernelSource, emit_func, emit_module
 
 __all__ = ["MluKernelSource", "emit_func", "emit_module"]

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.errors import GirError
-from codegen.mlu.cexpr import ScalarExpr, c_float, c_index
-from codegen.mlu.fuse import fuse_lines
-from codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
-from passes.schedule_mlu import layout as L
+from gir.codegen.mlu.cexpr import ScalarExpr, c_float, c_index
+from gir.codegen.mlu.fuse import fuse_lines
+from gir.codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
+from gir.passes.schedule_mlu import layout as L
 
 CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 DIR = {("gdram", "nram"): "GDRAM2NRAM", ("nram", "gdram"): "NRAM2GDRAM", ("gdram", "sram"): "GDRAM2SRAM",
@@ -64,7 +64,7 @@ class _Buf:
 
 def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[MluKernelSource]:
     """``fuse``: merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
-    from passes.analysis.limits import mlu_index_overflow
+    from gir.passes.analysis.limits import mlu_index_overflow
     gbufs = {}
     for p in func.params + func.results:
         if any(isinstance(d, str) for d in p.type.shape):

@@ -1,4 +1,4 @@
-"""Measure every sample on the simulated MLU370: `python -m codegen.mlu.report > docs/results-mlu.md`.
+"""Measure every sample on the simulated MLU370: `python -m gir.codegen.mlu.report > docs/results-mlu.md`.
 
 Timing runs use the simulator's timing-only mode (`run_func(..., values=False)`: shapes only, nothing allocated)
 at a large size per sample (LARGE / SIZES). Columns: the schedule kind, simulated time of the fused schedule
@@ -27,10 +27,10 @@ import numpy as np
 
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu import MLU370
-from targets.mlu.run import run_func
-from codegen.mlu.workcount import count_work
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu import MLU370
+from gir.targets.mlu.run import run_func
+from gir.codegen.mlu.workcount import count_work
 
 LARGE = {"M": 4096, "N": 4096, "C": 4096}
 SIZES = {"reduce_mid": {"B": 16, "S": 1024, "D": 4096}, "scaled_causal_softmax": {"B": 4, "H": 16, "S": 1024},
@@ -215,7 +215,7 @@ def main(argv=None) -> None:
                      f"{r['fused']['gdram_traffic_bytes'] / 1e6:.2f} | {check} | {r['note']} |")
     total = time.perf_counter() - start
     print("# MLU370 (simulated) results\n")
-    print("Produced by `python -m codegen.mlu.report > docs/results-mlu.md` (codegen/mlu/report.py; "
+    print("Produced by `python -m gir.codegen.mlu.report > docs/results-mlu.md` (codegen/mlu/report.py; "
           f"{total:.0f} s of wall time on the 2-core dev host). Times are microseconds of the simulator's timing "
           "model, measured in timing-only mode (`values=False`) at the sizes given per row: "
           f"{_fmt(LARGE)} unless the row says otherwise (f32 unless the sample says otherwise). Roofline = "

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.errors import GirError
-from codegen.mlu.cexpr import c_float
-from passes.schedule_mlu import layout as L
+from gir.codegen.mlu.cexpr import c_float
+from gir.passes.schedule_mlu import layout as L
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
 BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": "minimum", "pow": "pow",

@@ -25,8 +25,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from gir.errors import GirError
-    from passes.analysis.idfg import build_idfg
-    from passes.analysis.traffic import format_table, kernel_traffic
+    from gir.passes.analysis.idfg import build_idfg
+    from gir.passes.analysis.traffic import format_table, kernel_traffic
 
     sizes = parse_sizes(args.sizes)
     module = load_verified(args.file, sizes)
@@ -34,13 +34,13 @@ def run(args) -> int:
     if not func.is_explicit:
         from gir import ir
         if args.idfg:  # the function-level graph the compiler optimises
-            from passes.base import PassContext
-            from passes.manager import PassManager
+            from gir.passes.base import PassContext
+            from gir.passes.manager import PassManager
             text = "naive-lower,fuse,forward-stores,dead-stores,load-cse,promote"
             graph = PassManager(text).run(ir.Module((func,)), PassContext(filename=args.file))
             sys.stdout.write(graph.to_text())
             return 0
-        from passes.schedule import lower_module  # analyse the kernels `gir compile` would emit
+        from gir.passes.schedule import lower_module  # analyse the kernels `gir compile` would emit
         func = lower_module(ir.Module((func,)), "sim", {"sizes": sizes}).funcs[0]
     if not func.kernels:
         raise GirError(f"function '{func.name}' has no kernels to analyse", func.loc)

@@ -9,7 +9,7 @@ from gir.cli.targets import add_target_argument
 
 
 def register(sub) -> None:
-    from targets.bench.cases import SUITE_NAMES
+    from gir.targets.bench.cases import SUITE_NAMES
 
     p = sub.add_parser(
         "bench", help="benchmark memory-bound operator suites",
@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from targets.bench.driver import collect_cases, run_bench
+    from gir.targets.bench.driver import collect_cases, run_bench
 
     dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
     bad = [d for d in dtypes if d not in ("f32", "f16", "bf16")]

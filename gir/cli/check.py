@@ -49,7 +49,7 @@ def run(args) -> int:
         try:
             warnings = []
             if not getattr(args, "no_deep", False) and any(f.is_explicit for f in module.funcs):
-                from passes.analysis.checks import check_module
+                from gir.passes.analysis.checks import check_module
                 warnings = check_module(module, getattr(args, "target", "cuda"), sizes,
                                         getattr(args, "strict", False))
         except GirError as exc:

@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--no-check", action="store_true",
                    help="skip the static kernel checks (bounds, races, barriers, alignment, overflow, capacity)")
     from gir.cli.pipeline import add_arguments
-    from passes import instruments
+    from gir.passes import instruments
     add_arguments(p)
     instruments.add_arguments(p)
     p.set_defaults(func=run)
@@ -53,7 +53,7 @@ def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
         return
     from dataclasses import replace
 
-    from passes.analysis.checks import check_module
+    from gir.passes.analysis.checks import check_module
 
     index_type = getattr(args, "index_type", "auto")
     for f in module.funcs:
@@ -74,7 +74,7 @@ def check_kernels(module: ir.Module, target: str, sizes: dict, args) -> None:
 
 
 def run(args) -> int:
-    from codegen import combined_source, emit_module
+    from gir.codegen import combined_source, emit_module
     from gir.printer import print_module
     from gir.verifier import verify_module
 
@@ -134,9 +134,9 @@ def _write_outputs(args, per_kernel: dict[str, str], source: str, gir_text: str,
 
 def _run_mlu(args, sizes) -> int:
     """`--target mlu`: passes.schedule_mlu + codegen.mlu; writes NAME.mlu and NAME.json (one file per function)."""
-    from codegen.mlu import emit_func
+    from gir.codegen.mlu import emit_func
     from gir.printer import print_module
-    from passes.schedule_mlu import schedule_mlu
+    from gir.passes.schedule_mlu import schedule_mlu
 
     module = load_verified(args.file, sizes)
     if not sizes and any(f.size_symbols() for f in module.funcs if not f.is_explicit):

@@ -21,7 +21,7 @@ def register(sub) -> None:
                    help="when the pipeline ends on the IDFG (e.g. 'naive-lower,fuse'), print the graph itself "
                         "(statements, nodes with isl domains, dependence relations, groups, buffer levels) "
                         "instead of the explicit GIR it stands for")
-    from passes.instruments import add_arguments
+    from gir.passes.instruments import add_arguments
 
     add_arguments(p)
     p.set_defaults(func=run)
@@ -29,10 +29,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from gir.printer import print_module
-    from passes.base import PassContext
-    from passes.instruments import instruments_from_args, verify_each_from_args
-    from passes.manager import PassManager, as_module, ir_kind
-    from passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
+    from gir.passes.base import PassContext
+    from gir.passes.instruments import instruments_from_args, verify_each_from_args
+    from gir.passes.manager import PassManager, as_module, ir_kind
+    from gir.passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
 
     output_path(args.output)
     pipeline = parse_pipeline(args.passes if args.passes is not None else DEFAULT_PIPELINE)

@@ -22,13 +22,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from passes.pipeline import default_pipeline
-    from passes.registry import registry
+    from gir.passes.pipeline import default_pipeline
+    from gir.passes.registry import registry
 
     reg = registry()
     if args.default and args.target:
         from gir.cli.common import parse_sizes
-        from passes.middle import default_pipeline_text
+        from gir.passes.middle import default_pipeline_text
         print(default_pipeline_text(args.target, parse_sizes(args.sizes)))
         return 0
     if args.default:

@@ -24,11 +24,11 @@ def add_arguments(p, what: str = "compile") -> None:
 
 def lower(module: ir.Module, target: str, sizes: dict[str, int], args, filename: str | None) -> ir.Module:
     """Run the GPU compile pipeline over `module`; returns the explicit module."""
-    from passes.base import PassContext
-    from passes.instruments import instruments_from_args, verify_each_from_args
-    from passes.manager import PassManager, as_module
-    from passes.middle import default_pipeline_text
-    from passes.remarks import select
+    from gir.passes.base import PassContext
+    from gir.passes.instruments import instruments_from_args, verify_each_from_args
+    from gir.passes.manager import PassManager, as_module
+    from gir.passes.middle import default_pipeline_text
+    from gir.passes.remarks import select
 
     text = getattr(args, "passes", None) or default_pipeline_text(target, sizes, check=not getattr(args, "no_check",
                                                                                                     False))

@@ -77,7 +77,7 @@ def _lower(module: ir.Module, sizes, args) -> ir.Module:
 
 def run(args) -> int:
     from gir.evaluate import check_footprint, domain_ranges, evaluate, random_inputs
-    from targets.registry import get_target
+    from gir.targets.registry import get_target
 
     target = get_target(args.target)
     sizes = parse_sizes(args.sizes)
@@ -100,7 +100,7 @@ def run(args) -> int:
             raise GirError(f"the reference '{reference.name}' in {args.reference} is not operator-layer")
     if check:
         try:
-            from passes.analysis.checks import check_module
+            from gir.passes.analysis.checks import check_module
         except ImportError as exc:
             raise GirError(f"the static checks are unavailable: {exc}") from None
         for w in check_module(ir.Module((func,)), "cuda" if target.family == "gpu" else "mlu", sizes, False):
@@ -182,7 +182,7 @@ def _finfo(dt: ir.DType):
 
 def _execute(target, func, inputs, sizes, races):
     if target.name == "cuda":
-        from targets.cuda import available
+        from gir.targets.cuda import available
 
         if not available():
             print("gir: no CUDA device available (the cuda target needs an NVIDIA GPU and cupy)", file=sys.stderr)
@@ -231,7 +231,7 @@ def _traffic(stats, inputs, outputs) -> None:
 
 
 def _mlu_report(stats: dict, inputs, outputs) -> None:
-    from targets.mlu import MLU370
+    from gir.targets.mlu import MLU370
 
     compulsory = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
     roofline = compulsory / MLU370.gdram_bandwidth

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from targets.registry import NAMES, canonical
+from gir.targets.registry import NAMES, canonical
 WHERE = {"sim": "the SIMT simulator runs programs with `gir run` and `gir bench`",
          "cuda": "cuda code comes from `gir compile`, runs with `gir run`/`gir bench` on an NVIDIA GPU",
          "hip": "hip code comes from `gir compile --target hip` (it cannot run here)",

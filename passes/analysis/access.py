@@ -17,7 +17,7 @@ import islpy as isl
 from gir import ir
 from gir.errors import GirError
 from gir.verify_kernel import Buffer
-from passes.analysis import isl_helpers as ih
+from gir.passes.analysis import isl_helpers as ih
 
 BARRIER_LEVELS = (ir.ParLevel.block, ir.ParLevel.cluster)
 

@@ -23,14 +23,14 @@ import z3
 
 from gir import ir
 from gir.errors import GirError
-from passes.analysis import isl_helpers as ih
-from passes.analysis import z3_helpers as zh
-from passes.analysis.access import KernelInfo, collect, slice_len
-from passes.analysis.diagnostics import CheckDiagnostic, make
-from passes.analysis.divergence import check_barriers, check_collectives
-from passes.analysis.launch import check_threads
-from passes.analysis.limits import INT32_LIMIT, capacity_limits, mlu_index_overflow
-from passes.analysis.races import check_races, unique_accesses
+from gir.passes.analysis import isl_helpers as ih
+from gir.passes.analysis import z3_helpers as zh
+from gir.passes.analysis.access import KernelInfo, collect, slice_len
+from gir.passes.analysis.diagnostics import CheckDiagnostic, make
+from gir.passes.analysis.divergence import check_barriers, check_collectives
+from gir.passes.analysis.launch import check_threads
+from gir.passes.analysis.limits import INT32_LIMIT, capacity_limits, mlu_index_overflow
+from gir.passes.analysis.races import check_races, unique_accesses
 
 
 @dataclass

@@ -22,11 +22,11 @@ import z3
 
 from gir import ir
 from gir.affine import free_vars
-from passes.analysis import z3_helpers as zh
-from passes.analysis.access import BARRIER_LEVELS, Instr
-from passes.analysis.diagnostics import CheckDiagnostic, make
-from passes.analysis.launch import gpu_machine_of, launch_shape, scope_extent
-from passes.analysis.races import INNER
+from gir.passes.analysis import z3_helpers as zh
+from gir.passes.analysis.access import BARRIER_LEVELS, Instr
+from gir.passes.analysis.diagnostics import CheckDiagnostic, make
+from gir.passes.analysis.launch import gpu_machine_of, launch_shape, scope_extent
+from gir.passes.analysis.races import INNER
 
 
 def check_barriers(ki, ctx) -> list[CheckDiagnostic]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 from gir import ir
 from gir.printer import format_stmt
-from passes.analysis import isl_helpers as ih
-from passes.analysis.access import Instr, KernelInfo, collect
+from gir.passes.analysis import isl_helpers as ih
+from gir.passes.analysis.access import Instr, KernelInfo, collect
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import islpy as isl
 
 from gir import ir
-from passes.analysis.lattice_count import Unbounded, count_cons
+from gir.passes.analysis.lattice_count import Unbounded, count_cons
 
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "!="}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.affine import eval_int, free_vars, to_affine
-from passes.analysis.diagnostics import CheckDiagnostic, make
+from gir.passes.analysis.diagnostics import CheckDiagnostic, make
 
 THREAD, WARP, LANE = ir.ParLevel.thread, ir.ParLevel.warp, ir.ParLevel.lane
 
@@ -137,7 +137,7 @@ def _mul(a: int | None, b: int | None) -> int | None:
 # ------------------------------------------------------------------ the check
 def gpu_machine_of(target: str):
     """The GPU machine whose limits a check target stands for: hip → MI300X, anything else → H100."""
-    from passes.machines import machine_for
+    from gir.passes.machines import machine_for
     return machine_for("hip" if target == "hip" else "cuda")
 
 
@@ -174,7 +174,7 @@ def check_threads(ki, ctx) -> list[CheckDiagnostic]:
 
 
 def _check_cores(shape: LaunchShape) -> list[CheckDiagnostic]:
-    from passes.machines import MLU370
+    from gir.passes.machines import MLU370
     out = []
     for s, in_cluster in shape.cores:
         if in_cluster and s.ext is not None and s.ext > MLU370.cores_per_cluster:
@@ -190,5 +190,5 @@ def _widest(shape: LaunchShape) -> ir.Parallel:
 
 
 def _machine_file(m) -> str:
-    from passes.machines import GPU_MACHINES
+    from gir.passes.machines import GPU_MACHINES
     return next((k for k, v in GPU_MACHINES.items() if v == m), m.name.lower())

@@ -29,7 +29,7 @@ def capacity_limits(target: str, family: str, attrs: dict[str, str]) -> dict[ir.
 
 def _mlu_limits() -> dict[ir.Level, int]:
     try:
-        from passes.machines import MluMachine
+        from gir.passes.machines import MluMachine
         m = MluMachine()
         return {ir.Level.nram: m.nram_bytes, ir.Level.wram: m.wram_bytes, ir.Level.sram: m.sram_bytes}
     except (ImportError, AttributeError, TypeError):

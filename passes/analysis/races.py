@@ -6,8 +6,8 @@ GPUVerify); isl decides emptiness exactly and a sample point is the counterexamp
 from __future__ import annotations
 
 from gir import ir
-from passes.analysis import isl_helpers as ih
-from passes.analysis.diagnostics import CheckDiagnostic, make
+from gir.passes.analysis import isl_helpers as ih
+from gir.passes.analysis.diagnostics import CheckDiagnostic, make
 
 OUTER = (ir.ParLevel.block, ir.ParLevel.cluster)  # levels that do not share on-chip memory
 INNER = (ir.ParLevel.warp, ir.ParLevel.lane, ir.ParLevel.thread, ir.ParLevel.core)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.affine import eval_int
-from passes.analysis import isl_helpers as ih
-from passes.analysis.access import KernelInfo, collect, slice_len
+from gir.passes.analysis import isl_helpers as ih
+from gir.passes.analysis.access import KernelInfo, collect, slice_len
 
 WARP = 32
 SECTOR = 32

@@ -10,8 +10,8 @@ import numpy as np
 
 from gir import ir
 from gir.evaluate import UNARY_FLOAT
-from passes.base import ModulePass, PassContext
-from passes.builtin.exprs import expr_kind, map_expr, map_operator_funcs, tensor_types, var_names
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.builtin.exprs import expr_kind, map_expr, map_operator_funcs, tensor_types, var_names
 
 _INT_LIMIT = 2 ** 31
 _FLOAT_BINOPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,

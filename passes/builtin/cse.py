@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
-from passes.base import ModulePass, PassContext
-from passes.builtin.exprs import map_operator_funcs, rename_refs, substitute_vars, var_names, walk
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.builtin.exprs import map_operator_funcs, rename_refs, substitute_vars, var_names, walk
 
 
 @dataclass(frozen=True)

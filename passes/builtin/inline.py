@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
-from passes.base import ModulePass, PassContext
-from passes.builtin.exprs import has_reduce, map_expr, map_operator_funcs, refs, substitute_vars, var_names
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.builtin.exprs import has_reduce, map_expr, map_operator_funcs, refs, substitute_vars, var_names
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Every target machine is one JSON file in this folder (`h100.json`, `a100.json`, 
 Passes, cost models, checks, printers and simulators all read a machine from here; nothing else repeats a
 capacity or a core count.
 
-    from passes.machines import machine_for, GpuMachine, MluMachine, MLU370
+    from gir.passes.machines import machine_for, GpuMachine, MluMachine, MLU370
     machine_for("cuda")          # the H100 description
     machine_for("hip", "mi250x")
 """
@@ -34,8 +34,8 @@ def machine_data(name: str) -> dict:
     return json.loads(path.read_text())
 
 
-from passes.machines.gpu import DEFAULT_FOR_TARGET, GPU_MACHINES, GpuMachine, gpu_machine, machine_for  # noqa: E402
-from passes.machines.mlu import MLU370, MluMachine  # noqa: E402
+from gir.passes.machines.gpu import DEFAULT_FOR_TARGET, GPU_MACHINES, GpuMachine, gpu_machine, machine_for  # noqa: E402
+from gir.passes.machines.mlu import MLU370, MluMachine  # noqa: E402
 
 __all__ = ["MachineError", "machine_data", "GpuMachine", "gpu_machine", "machine_for", "GPU_MACHINES",
            "DEFAULT_FOR_TARGET", "MluMachine", "MLU370"]

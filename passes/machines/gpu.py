@@ -53,7 +53,7 @@ class GpuMachine:
 
     @classmethod
     def from_data(cls, data: dict) -> "GpuMachine":
-        from passes.machines import MachineError
+        from gir.passes.machines import MachineError
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         missing = sorted(f.name for f in dataclasses.fields(cls)
@@ -67,7 +67,7 @@ class GpuMachine:
 
 def gpu_machine(name: str) -> GpuMachine:
     """The machine of `passes/machines/<name>.json` (case-insensitive)."""
-    from passes.machines import MachineError, machine_data
+    from gir.passes.machines import MachineError, machine_data
     key = name.lower()
     if key not in GPU_MACHINE_NAMES:
         raise MachineError(f"unknown GPU machine '{name}' (known: {', '.join(GPU_MACHINE_NAMES)})")

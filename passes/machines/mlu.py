@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from passes.machines import MachineError, machine_data
+from gir.passes.machines import MachineError, machine_data
 
 _D = machine_data("mlu370")
 

@@ -17,13 +17,13 @@ from gir import ir
 def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = None, machine: str = "",
                           check: bool = True) -> str:
     """The default compile pipeline of a GPU target, as text (`gir passes --default --target T`)."""
-    from passes.middle.forward import DeadStores, ForwardStores
-    from passes.middle.fuse import Fuse
-    from passes.middle.loadcse import LoadCSE
-    from passes.middle.lowering import NaiveLower
-    from passes.middle.promote import Promote
-    from passes.middle.search.schedule import Schedule
-    from passes.pipeline import PassPipeline
+    from gir.passes.middle.forward import DeadStores, ForwardStores
+    from gir.passes.middle.fuse import Fuse
+    from gir.passes.middle.loadcse import LoadCSE
+    from gir.passes.middle.lowering import NaiveLower
+    from gir.passes.middle.promote import Promote
+    from gir.passes.middle.search.schedule import Schedule
+    from gir.passes.pipeline import PassPipeline
     hints = tuple(f"{k}={v}" for k, v in (sizes or {}).items())
     passes = (NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
               Promote(target=target, machine=machine, sizes=hints),
@@ -38,8 +38,8 @@ def lower_module(module: ir.Module, target: str = "cuda", options: dict | None =
 
 def run_default(module: ir.Module, target: str = "cuda", options: dict | None = None, ctx=None):
     """(explicit module, PassContext) after the default pipeline."""
-    from passes.base import PassContext
-    from passes.manager import PassManager
+    from gir.passes.base import PassContext
+    from gir.passes.manager import PassManager
     opts = dict(options or {})
     if all(f.is_explicit for f in module.funcs):
         return module, ctx or PassContext(target=target)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from passes.base import GraphPass, PassContext
-from passes.middle.graph import FuncGraph
+from gir.passes.base import GraphPass, PassContext
+from gir.passes.middle.graph import FuncGraph
 
 
 @dataclass(frozen=True)

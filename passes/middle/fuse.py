@@ -23,10 +23,10 @@ from typing import ClassVar
 
 from gir import ir
 from gir.walk import reductions_preorder
-from passes.base import GraphPass, PassContext
-from passes.middle import relations as rel
-from passes.middle.axes import AxisConflict, canonical_axes
-from passes.middle.graph import FuncGraph, Group
+from gir.passes.base import GraphPass, PassContext
+from gir.passes.middle import relations as rel
+from gir.passes.middle.axes import AxisConflict, canonical_axes
+from gir.passes.middle.graph import FuncGraph, Group
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def _targets(g: FuncGraph, groups: list[list[int]], s: int) -> list[tuple[int, i
 
 
 def _singleton(g: FuncGraph, s: int) -> Group:
-    from passes.middle.naive import singleton_group
+    from gir.passes.middle.naive import singleton_group
     return singleton_group(g, s)
 
 
@@ -220,7 +220,7 @@ def _check_cross(g: FuncGraph, grp: Group, c: int) -> None:
 
 
 def _refs(e) -> list[ir.Ref]:
-    from passes.builtin.exprs import refs
+    from gir.passes.builtin.exprs import refs
     return refs(e)
 
 

@@ -222,7 +222,7 @@ class FuncGraph:
     def set_value(self, stmt: int, value: ir.Expr) -> None:
         """Replace a statement's expression (a pass that rewrites compute nodes): its loads and dependences are
         derived again; its group and the decisions about buffers stay."""
-        from passes.middle.naive import rebuild_stmt_nodes
+        from gir.passes.middle.naive import rebuild_stmt_nodes
         s = self.stmts[stmt]
         s.value = value
         self.__dict__.pop("_by_stmt", None)
@@ -235,7 +235,7 @@ class FuncGraph:
     def to_text(self) -> str:
         """The graph as text: statements, nodes with their domains and accesses, dependences with relations,
         groups and buffer decisions (what `gir analyze --idfg` prints for an operator-layer function)."""
-        from passes.middle import relations as rel
+        from gir.passes.middle import relations as rel
         lines = [f"idfg {self.name}: {len(self.stmts)} statements, {len(self.nodes)} nodes, {len(self.deps)} deps, "
                  f"{len(self.groups)} groups"]
         for s in self.stmts:
@@ -273,7 +273,7 @@ class ModuleGraph:
 
     def to_module(self) -> ir.Module:
         """The graph printed as explicit GIR (printer.py): every state prints and runs on the simulator."""
-        from passes.middle.printer import print_graph
+        from gir.passes.middle.printer import print_graph
         return ir.Module(tuple(print_graph(f) if isinstance(f, FuncGraph) else f for f in self.funcs), loc=self.loc)
 
     def to_text(self) -> str:

@@ -13,9 +13,9 @@ from typing import ClassVar
 
 from gir import ir
 from gir.printer import format_expr
-from passes.base import GraphPass, PassContext
-from passes.middle.graph import FuncGraph
-from passes.schedule.emit import subst
+from gir.passes.base import GraphPass, PassContext
+from gir.passes.middle.graph import FuncGraph
+from gir.passes.schedule.emit import subst
 
 
 @dataclass(frozen=True)

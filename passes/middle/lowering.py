@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
-from passes.base import ModulePass, PassContext
-from passes.middle.naive import build_module
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.middle.naive import build_module
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import func_info
-from passes.builtin.exprs import children
-from passes.middle import relations as rel
-from passes.middle.graph import Buffer, Dep, FuncGraph, Group, ModuleGraph, Node, Stmt
+from gir.passes.builtin.exprs import children
+from gir.passes.middle import relations as rel
+from gir.passes.middle.graph import Buffer, Dep, FuncGraph, Group, ModuleGraph, Node, Stmt
 
 
 def build_module(module: ir.Module) -> ModuleGraph:

@@ -20,8 +20,8 @@ from gir.errors import GirError
 from gir.parser import parse_text
 from gir.printer import format_expr, format_type
 from gir.walk import reductions_preorder
-from passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, fx, identity, mul, prod_expr, simplify, tile
-from passes.schedule.kinds import BOOL, F32, kind_of
+from gir.passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, fx, identity, mul, prod_expr, simplify, tile
+from gir.passes.schedule.kinds import BOOL, F32, kind_of
 
 WARP = 32
 
@@ -290,7 +290,7 @@ class KernelPrinter:
     # ------------------------------------------------------------------ cross-team combine
     def combine_kernel(self, s, part: str) -> str:
         """`target[out] = g(op over teams of part[teams, out])` as a one-statement kernel."""
-        from passes.middle.graph import Stmt
+        from gir.passes.middle.graph import Stmt
         red = reductions_preorder(s.value)[0]
         tvars = [f"_q{k}" for k in range(len(self.grp.team))]
         ref = ir.Ref(part, tuple(ir.Var(v) for v in tvars) + tuple(ir.Var(v) for v in s.out_vars))
@@ -310,7 +310,7 @@ class KernelPrinter:
 def standalone_kernel(g, stmt, name: str, extra_types: dict | None = None) -> str:
     """The reference kernel of one statement that is not part of the graph (a combine step, a statement peeled
     out of its group): every tensor it reads comes from @global; one thread per output element."""
-    from passes.middle.graph import Group
+    from gir.passes.middle.graph import Group
     shim = _Shim(g, stmt, extra_types or {})
     grp = Group(-1, [stmt.id], {v: stmt.ranges[v] for v in stmt.vars}, {stmt.id: {v: v for v in stmt.vars}},
                 tuple(stmt.out_vars))
@@ -321,7 +321,7 @@ class _Shim:
     """A one-statement view of a graph: the statement's reads all come from @global."""
 
     def __init__(self, g, stmt, extra_types):
-        from passes.middle.graph import Buffer
+        from gir.passes.middle.graph import Buffer
         self.name = g.name
         self.types = dict(g.types)
         self.types.update(extra_types)
@@ -342,7 +342,7 @@ def _loopvar(s, v: str) -> str:
 
 
 def _subst(e, env):
-    from passes.schedule.emit import subst
+    from gir.passes.schedule.emit import subst
     return subst(e, env)
 
 

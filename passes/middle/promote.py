@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir.walk import walk
-from passes.analysis import isl_helpers as ih
-from passes.analysis.z3_helpers import optimize_choices
-from passes.base import GraphPass, PassContext
-from passes.machines import machine_for
-from passes.middle import relations as rel
-from passes.middle.graph import FuncGraph
+from gir.passes.analysis import isl_helpers as ih
+from gir.passes.analysis.z3_helpers import optimize_choices
+from gir.passes.base import GraphPass, PassContext
+from gir.passes.machines import machine_for
+from gir.passes.middle import relations as rel
+from gir.passes.middle.graph import FuncGraph
 
 REG_SHARE = 0.25       # of a thread's registers that kept values may take (the rest: caches, addresses)
 OP_COST = 0.5          # bytes-equivalent of one arithmetic op per element (memory-bound machines)
@@ -42,7 +42,7 @@ class Promote(GraphPass):
     sizes: tuple[str, ...] = ()
 
     def apply(self, ctx: PassContext, graph):
-        from passes.middle.search.options import parse_hints
+        from gir.passes.middle.search.options import parse_hints
         m = machine_for(self.target if self.target in ("cuda", "hip", "sim") else "cuda", self.machine or None)
         hints = parse_hints(self.sizes)
         for fg in graph.graphs():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.errors import GirError
-from passes.analysis import isl_helpers as ih
+from gir.passes.analysis import isl_helpers as ih
 
 
 def _bounds(graph, stmt, vars_) -> list[str]:

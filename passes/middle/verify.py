@@ -8,8 +8,8 @@ a merged load is merged into a live load of the same tensor and group.
 from __future__ import annotations
 
 from gir.errors import Diagnostic, GirError
-from passes.middle import relations as rel
-from passes.middle.graph import LEVELS, FuncGraph, ModuleGraph
+from gir.passes.middle import relations as rel
+from gir.passes.middle.graph import LEVELS, FuncGraph, ModuleGraph
 
 
 def verify_graph(graph: ModuleGraph) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from gir import ir
 from gir.errors import GirError
-from passes.schedule.rows import RowConfig
+from gir.passes.schedule.rows import RowConfig
 
 TARGETS = ("cuda", "hip", "sim")
 
 
 def _run(module: ir.Module, target: str, options: dict | None):
-    from passes.middle import run_default
+    from gir.passes.middle import run_default
     if target not in TARGETS:
         raise GirError(f"unknown GPU target '{target}' (expected one of {', '.join(TARGETS)})")
     return run_default(module, target, options)
@@ -44,7 +44,7 @@ def plan_module(module: ir.Module, target: str = "cuda", options: dict | None = 
 def plan_func(func: ir.Func, target: str = "cuda", options: dict | None = None):
     plans = plan_module(ir.Module((func,)), target, options)
     if not plans:
-        from passes.middle.search.schedule import FuncPlan
+        from gir.passes.middle.search.schedule import FuncPlan
         return FuncPlan(func.name, [], 0.0)
     return plans[0]
 

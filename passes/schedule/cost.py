@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from passes.schedule import shift
-from passes.schedule.rowplan import staged_rows
-from passes.schedule.rows import RowConfig, RowKernel
-from passes.machines import GpuMachine
+from gir.passes.schedule import shift
+from gir.passes.schedule.rowplan import staged_rows
+from gir.passes.schedule.rows import RowConfig, RowKernel
+from gir.passes.machines import GpuMachine
 
 REG_CACHE_WORDS = 160  # registers per thread we allow the row cache to take (of 255)
 # Re-reads of broadcast operands (gamma[j]) hit L2, but they still cost sector transactions and the
@@ -187,7 +187,7 @@ SPLIT_MIN_ROW = 65536  # elements; shorter rows never split
 
 def split_candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> list[RowConfig]:
     """Multi-block rows (passes/schedule/split.py): only for few (< 2 x SMs), very long rows."""
-    from passes.schedule.split import splittable
+    from gir.passes.schedule.split import splittable
     rows = 1
     for d in rk.g.R:
         rows *= hint(d, hints)

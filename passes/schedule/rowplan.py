@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from gir import ir
 from gir.affine import free_vars, to_affine
 from gir.shapes import FuncInfo, _walk
-from passes.schedule.emit import V, prod_expr, subst
-from passes.schedule.groups import Group, cvar
-from passes.schedule.kinds import BOOL, F32, kind_of
+from gir.passes.schedule.emit import V, prod_expr, subst
+from gir.passes.schedule.groups import Group, cvar
+from gir.passes.schedule.kinds import BOOL, F32, kind_of
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 from gir import ir
 from gir.printer import format_expr
 from gir.shapes import _walk
-from passes.schedule import shift
-from passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, region,
+from gir.passes.schedule import shift
+from gir.passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, region,
                                   simplify, subst, tile)
-from passes.schedule.groups import cvar, rvar
-from passes.schedule.kinds import F32
-from passes.schedule.rowplan import ColRef, RowAnalysis, RowConfig, _Unsupported, staged_rows
+from gir.passes.schedule.groups import cvar, rvar
+from gir.passes.schedule.kinds import F32
+from gir.passes.schedule.rowplan import ColRef, RowAnalysis, RowConfig, _Unsupported, staged_rows
 
 __all__ = ["RowKernel", "RowConfig", "ColRef", "_Unsupported"]
 
@@ -225,7 +225,7 @@ class RowKernel(RowAnalysis):
         L.close()
 
     def _store_partials(self, L: Lines, NW: int) -> None:
-        from passes.schedule.split import store_partials
+        from gir.passes.schedule.split import store_partials
         store_partials(self, L, NW, self.kname)
 
     def _tail(self, cfg: RowConfig) -> bool:

@@ -23,8 +23,8 @@ from __future__ import annotations
 from gir import ir
 from gir.affine import to_affine
 from gir.printer import format_expr
-from passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, mul, simplify, subst
-from passes.schedule.groups import rvar
+from gir.passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, mul, simplify, subst
+from gir.passes.schedule.groups import rvar
 
 SECTOR = 32
 

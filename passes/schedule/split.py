@@ -10,8 +10,8 @@ without full-rank results qualify (row_sum, row_mean, row_max, mse_loss); with s
 from __future__ import annotations
 
 from gir.printer import format_expr
-from passes.schedule.emit import C, Lines, V, alloc, combine, dim_expr, identity
-from passes.schedule.groups import rvar
+from gir.passes.schedule.emit import C, Lines, V, alloc, combine, dim_expr, identity
+from gir.passes.schedule.groups import rvar
 
 
 def splittable(rk) -> bool:
@@ -63,7 +63,7 @@ def emit_final(rk, cfg, kname: str, part_kernel: str) -> str:
     rk.px, rk.cfg, rk.tid = px, cfg, V("_l")
     rk.rowenv = {rvar(0): V("_b0")} if rk.g.R else {}
     rk._slot_done = {}
-    from passes.schedule.emit import subst
+    from gir.passes.schedule.emit import subst
     for i, r in enumerate(rk.rowrefs):
         L(f"load {px}v{i}[0:1] <- {format_expr(subst(r, rk.rowenv))}")
     names = part_names(part_kernel, rk)

@@ -19,11 +19,11 @@ from dataclasses import replace
 
 from gir import ir
 from gir.printer import format_expr
-from passes.schedule.emit import C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, simplify, tile
-from passes.schedule.tiles_io import operands, translate
-from passes.schedule.tiles_cross import TileCross
-from passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
-from passes.schedule.tiles_store import TileStores
+from gir.passes.schedule.emit import C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, simplify, tile
+from gir.passes.schedule.tiles_io import operands, translate
+from gir.passes.schedule.tiles_cross import TileCross
+from gir.passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
+from gir.passes.schedule.tiles_store import TileStores
 
 
 def cdiv_expr(e: ir.Expr, n: int) -> ir.Expr:
@@ -251,7 +251,7 @@ class TileKernel(TileStores, TileCross):
 
     def team_scalars(self) -> list[ir.Ref]:
         """References staged through shared memory (see `staged`), by operand number."""
-        from passes.schedule.tiles_io import operands
+        from gir.passes.schedule.tiles_io import operands
         saved = self.c
         self.c = self.cfg
         ops = operands(self)

@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass, field
 
 from gir import ir
-from passes.builtin.exprs import var_names
-from passes.schedule.tiles import TileKernel
-from passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
+from gir.passes.builtin.exprs import var_names
+from gir.passes.schedule.tiles import TileKernel
+from gir.passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
 
 SECTOR = 32
 REG_WORDS = 128        # registers per thread the cache and accumulators may take
@@ -260,7 +260,7 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
         return None
     # traffic: sectors per warp access x warp accesses
     dram = 0.0
-    from passes.schedule.tiles_io import operands
+    from gir.passes.schedule.tiles_io import operands
     for op in operands(kern):
         dram += _op_bytes(a, kern, cfg, op.ref, ext, blocks, team_iters, sweep_trips, nsweeps, hints, op.members)
     batched = kern.batched()
@@ -407,5 +407,5 @@ def _warp_sectors(a, kern, cfg, name, index, hints, one_lane: bool = False) -> f
 
 
 def _refs(e):
-    from passes.builtin.exprs import refs
+    from gir.passes.builtin.exprs import refs
     return refs(e)

@@ -3,9 +3,9 @@ partials in @global (read-modify-written in place on the streaming path), and th
 from __future__ import annotations
 
 from gir import ir
-from passes.schedule.emit import C, V, alloc, combine, fx, identity, prod_expr
-from passes.schedule.tiles_io import translate
-from passes.schedule.tiles_plan import Unsupported
+from gir.passes.schedule.emit import C, V, alloc, combine, fx, identity, prod_expr
+from gir.passes.schedule.tiles_io import translate
+from gir.passes.schedule.tiles_plan import Unsupported
 
 
 def _update(op: str, acc: str, val: str) -> str:
@@ -97,8 +97,8 @@ class TileCross:
 
     def combine_kernel(self, c) -> str:
         """`target[out] = outer(op over blocks of part[blocks, out])`, one thread per output element."""
-        from passes.middle.graph import Stmt
-        from passes.middle.printer import standalone_kernel
+        from gir.passes.middle.graph import Stmt
+        from gir.passes.middle.printer import standalone_kernel
         st = c.stmt
         qv = [f"_q{k}" for k in range(len(self.griddims))]
         inv = {ax: v for v, ax in self.a.unit.group.varmap[st.id].items()}

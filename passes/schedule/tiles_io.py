@@ -10,8 +10,8 @@ last index inside a small tile axis (RoPE's `x[..., 0]` and `x[..., 1]`) share o
 from __future__ import annotations
 
 from gir import ir
-from passes.builtin.exprs import refs, var_names
-from passes.schedule.emit import C, V, add, fx, tile
+from gir.passes.builtin.exprs import refs, var_names
+from gir.passes.schedule.emit import C, V, add, fx, tile
 
 
 def translate(e: ir.Expr, on_ref, on_var) -> ir.Expr:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.walk import reductions_preorder
-from passes.builtin.exprs import map_expr, refs, var_names
-from passes.schedule.kinds import BOOL, F32, kind_of
+from gir.passes.builtin.exprs import map_expr, refs, var_names
+from gir.passes.schedule.kinds import BOOL, F32, kind_of
 
 
 class Unsupported(Exception):
@@ -222,7 +222,7 @@ class TileAnalysis:
 
 
 def _walk(e):
-    from passes.builtin.exprs import walk
+    from gir.passes.builtin.exprs import walk
     return walk(e)
 
 
@@ -231,10 +231,10 @@ def _rename(e: ir.Expr, env: dict[str, ir.Expr]) -> ir.Expr:
 
 
 def _replace(e, old, new):
-    from passes.middle.printer import _replace_node
+    from gir.passes.middle.printer import _replace_node
     return _replace_node(e, old, new)
 
 
 def _prod(dims) -> ir.Expr:
-    from passes.schedule.emit import prod_expr
+    from gir.passes.schedule.emit import prod_expr
     return prod_expr(dims)

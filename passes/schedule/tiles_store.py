@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from gir import ir
 from gir.printer import format_expr
-from passes.schedule.emit import C, V, add, dim_expr, fx, mul, region, simplify
-from passes.schedule.tiles_io import translate, value_vars
+from gir.passes.schedule.emit import C, V, add, dim_expr, fx, mul, region, simplify
+from gir.passes.schedule.tiles_io import translate, value_vars
 
 
 class TileStores:

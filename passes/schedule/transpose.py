@@ -9,8 +9,8 @@ from __future__ import annotations
 from gir import ir
 from gir.printer import format_expr
 from gir.shapes import FuncInfo
-from passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, fx, mul
-from passes.schedule.groups import Group
+from gir.passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, fx, mul
+from gir.passes.schedule.groups import Group
 
 TILE, ROWS = 32, 8
 
@@ -87,11 +87,11 @@ class TransposeKernel:
 
     def _apply(self) -> ir.Expr:
         """The statement's value with its tensor reference replaced by the register `_v`."""
-        from passes.builtin.exprs import map_expr
+        from gir.passes.builtin.exprs import map_expr
         reg = ir.Ref("_v", (ir.Slice(C(0), C(1)),))
         return map_expr(self.st.stmt.value, lambda x: reg if isinstance(x, ir.Ref) and x == self.src else x)
 
 
 def _ref(name, index, env) -> str:
-    from passes.schedule.emit import subst
+    from gir.passes.schedule.emit import subst
     return f"{name}[{', '.join(fx(subst(i, env)) for i in index)}]"

@@ -5,6 +5,6 @@ modes: "fused" (one row-model kernel when the function fits, see rowmodel.py), "
 operator-layer statement, intermediates through GDRAM), "scalar" (general per-statement scalar kernels, the
 fallback for functions outside the row model).
 """
-from passes.schedule_mlu.schedule import lower_module, schedule_mlu, specialize
+from gir.passes.schedule_mlu.schedule import lower_module, schedule_mlu, specialize
 
 __all__ = ["schedule_mlu", "specialize", "lower_module"]

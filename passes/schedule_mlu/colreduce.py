@@ -22,9 +22,9 @@ and the result is converted back (`acc_h = f16(acc_t)`) just before the store.
 from __future__ import annotations
 
 from gir import ir
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32 = ir.DType.f32
 UNIT = B.add(B.mul(B.v("it_"), 32), B.v("task_"))   # the work unit of iteration it_ on core task_ (32 tasks)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import func_info
-from passes.schedule_mlu.gather import gather_kernel
-from passes.schedule_mlu.fullreduce import combine_kernel, split_scalar
-from passes.schedule_mlu.indexops import COLV, ROWV, patch_kernel, pick_rows, rewrite_index_values
-from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from passes.schedule_mlu.placement import solve_placement
-from passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
+from gir.passes.schedule_mlu.gather import gather_kernel
+from gir.passes.schedule_mlu.fullreduce import combine_kernel, split_scalar
+from gir.passes.schedule_mlu.indexops import COLV, ROWV, patch_kernel, pick_rows, rewrite_index_values
+from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+from gir.passes.schedule_mlu.placement import solve_placement
+from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
 
 
 def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = True, max_rows: int = 64) -> list:

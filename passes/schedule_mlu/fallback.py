@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import reductions_preorder
-from passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import build as B
 
 IDENT = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf"), "prod": 1.0}
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.shapes import reductions_preorder
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32 = ir.DType.f32
 IDENT = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}

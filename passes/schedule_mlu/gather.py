@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
-from passes.schedule_mlu.indexops import COLV
+from gir.passes.schedule_mlu.indexops import COLV
 
 _CMP_EQ = "=="
 
@@ -130,9 +130,9 @@ def gather_kernel(model, rows: int, tasks: int, sram: frozenset, name: str) -> t
     """(kernel, R) of a row model whose column index is the iota input: lowered with per-row gathers; when a
     gather applies and the tiles split evenly over the cores, with blocked tiles and the `[M]` vectors moved once
     per core (`hoist.py`: two 500-cycle DMAs less per tile)."""
-    from passes.schedule_mlu.hoist import blocked_rows, hoist_rows
-    from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-    from passes.schedule_mlu.rowmodel import ROW
+    from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows
+    from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+    from gir.passes.schedule_mlu.rowmodel import ROW
     plain = lower_rows(model, RowPlan(rows, tasks, sram), name)
     kernel = gather_rows(plain)
     if kernel is plain or sram:

@@ -15,9 +15,9 @@ tiles do not fit NRAM (the op-by-op schedule takes over)."""
 from __future__ import annotations
 
 from gir import ir
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32 = ir.DType.f32
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu.rowmodel import ROW
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu.rowmodel import ROW
 
 MAX_VECTOR_BYTES = 64 * 1024   # NRAM for the hoisted row vectors of one core (inside the placement's 64 KiB slack)
 

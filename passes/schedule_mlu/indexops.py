@@ -27,8 +27,8 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32 = ir.DType.f32
 COLV, ROWV = "cj_", "ri_"
@@ -217,7 +217,7 @@ def slab_rows(rows: int, ix: IndexInfo, tasks: int) -> int:
 
 def _latency_bytes(tasks: int) -> float:
     """Bytes a core moves at its fair share of GDRAM bandwidth during one DMA latency (MLU370: ~4.8 KB)."""
-    from passes.machines import MLU370 as M
+    from gir.passes.machines import MLU370 as M
     return M.gdram_latency_cycles * M.bytes_per_cycle(M.gdram_bandwidth) / max(1, min(tasks, M.total_cores))
 
 

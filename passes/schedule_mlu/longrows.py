@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from gir import ir
 from gir.errors import GirError
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, RowModel, Val
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, RowModel, Val
 
 F32 = ir.DType.f32
 REDUCE = ("rsum", "rmax", "rmin")

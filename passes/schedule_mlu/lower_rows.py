@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gir import ir
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, RowModel, Val
-from passes.schedule_mlu.valnum import number_values
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, RowModel, Val
+from gir.passes.schedule_mlu.valnum import number_values
 
 F32 = ir.DType.f32
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

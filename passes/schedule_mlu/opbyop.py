@@ -39,7 +39,7 @@ def statement_items(func: ir.Func, st, types, k: int, items: list, allow_sram: b
     out = _vector(sub, taken, kw)
     if out is not None:
         return out
-    from passes.schedule_mlu.splitstmt import split_statement
+    from gir.passes.schedule_mlu.splitstmt import split_statement
     split = split_statement(st.stmt, types, set(taken))
     if len(split.stmts) < 2:
         return None
@@ -69,7 +69,7 @@ def _one(name: str, stmt: ir.Assign, types) -> ir.Func:
 def _vector(sub: ir.Func, taken: set, kw: dict) -> list | None:
     """The allocs and kernels of the one-statement function `sub` scheduled alone, or None if that needs a
     scalar kernel or one of its GDRAM temporaries' names is `taken`."""
-    from passes.schedule_mlu.schedule import schedule_mlu
+    from gir.passes.schedule_mlu.schedule import schedule_mlu
     _ACTIVE.add(sub.name)
     try:
         out = schedule_mlu(sub, {}, mode="fused", **kw)

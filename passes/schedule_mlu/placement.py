@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import z3
 
 from gir.errors import GirError
-from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from passes.schedule_mlu.rowmodel import COL, FULL, ROW, RowModel
+from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+from gir.passes.schedule_mlu.rowmodel import COL, FULL, ROW, RowModel
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ RESERVE = 16 * 1024
 def nram_footprint(model: RowModel, rows: int) -> int:
     """NRAM bytes per core the emitter declares for the row-model kernel with tiles of `rows` rows (pipelined)."""
     import dataclasses
-    from codegen.mlu.emit import emit_func   # the emitter decides slots and scratch tiles
+    from gir.codegen.mlu.emit import emit_func   # the emitter decides slots and scratch tiles
     kernel = lower_rows(model, RowPlan(rows), "footprint")
     func = dataclasses.replace(model.func, body=(kernel,))
     return sum(k.metadata["nram_bytes"] for k in emit_func(func, pipeline=True, fuse=False))
@@ -58,8 +58,8 @@ def _balance_rows(model: RowModel, rows_per_core: int) -> int:
     B = BALANCE_ELEMS (measured on the simulator: softmax 4096 x 4096 best at R = 8, 4096 x 12672 at R = 4), twice
     that without [M, N] outputs (loads only: row_sum, row_max best at R = 11), divided by arith floor / roofline
     when the source is compute-bound (codegen/mlu/workcount.py; elementwise_chain: R = 5)."""
-    from codegen.mlu.workcount import count_work
-    from passes.machines import MLU370
+    from gir.codegen.mlu.workcount import count_work
+    from gir.passes.machines import MLU370
     b = BALANCE_ELEMS * (1 if FULL in model.outputs.values() else 2)
     io = sum(model.m * model.n * model.dtypes[x].nbytes for x, k in {**model.inputs, **model.outputs}.items()
              if k == FULL)

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.affine import to_affine
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.rowmodel import NotRowModel
-from passes.machines import MLU370
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.machines import MLU370
 
 UNIT = MLU370.vector_unit_bytes    # every mirrored row spans whole units
 
@@ -93,7 +93,7 @@ def reverse_func(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, a
     NotRowModel when `spec` is neither."""
     rv = match_reverse(spec, info)
     if rv is None:
-        from passes.schedule_mlu.reverse_compute import reverse_compute_kernel
+        from gir.passes.schedule_mlu.reverse_compute import reverse_compute_kernel
         return [reverse_compute_kernel(spec, f"{spec.name}_mlu", tasks, nram, allow_sram, max_rows)]
     return [reverse_kernel(rv, f"{spec.name}_mlu", tasks, nram)]
 

@@ -22,11 +22,11 @@ import dataclasses
 
 from gir import ir
 from gir.affine import to_affine
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from passes.schedule_mlu.placement import NoTileFits, solve_placement
-from passes.schedule_mlu.rowmodel import COL, FULL, NotRowModel, analyze_rows
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
+from gir.passes.schedule_mlu.rowmodel import COL, FULL, NotRowModel, analyze_rows
 
 SUFFIX = "__rev"
 

@@ -7,17 +7,17 @@ from gir import ir
 from gir.errors import GirError
 from gir.shapes import func_info
 from gir.verifier import verify_module
-from passes.schedule_mlu.colreduce import colreduce_func
-from passes.schedule_mlu.fallback import scalar_kernel
-from passes.schedule_mlu.groupnorm import groupnorm_items
-from passes.schedule_mlu.opbyop import statement_items
-from passes.schedule_mlu.extended import schedule_extended
-from passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from passes.schedule_mlu.longrows import longrows_kernel
-from passes.schedule_mlu.placement import NoTileFits, solve_placement
-from passes.schedule_mlu.reverse import reverse_func
-from passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
-from passes.schedule_mlu.transpose import permute_func
+from gir.passes.schedule_mlu.colreduce import colreduce_func
+from gir.passes.schedule_mlu.fallback import scalar_kernel
+from gir.passes.schedule_mlu.groupnorm import groupnorm_items
+from gir.passes.schedule_mlu.opbyop import statement_items
+from gir.passes.schedule_mlu.extended import schedule_extended
+from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+from gir.passes.schedule_mlu.longrows import longrows_kernel
+from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
+from gir.passes.schedule_mlu.reverse import reverse_func
+from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
+from gir.passes.schedule_mlu.transpose import permute_func
 
 MODES = ("fused", "opbyop", "scalar")
 

@@ -45,10 +45,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
-from passes.schedule_mlu import build as B
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu.rowmodel import NotRowModel
-from passes.machines import MLU370
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.machines import MLU370
 
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes.schedule_mlu.rowmodel import CONST, Op, RowModel, Val
+from gir.passes.schedule_mlu.rowmodel import CONST, Op, RowModel, Val
 
 
 def number_values(model: RowModel) -> RowModel:

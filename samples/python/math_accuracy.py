@@ -62,8 +62,8 @@ def run(target: str, fn: str, x: np.ndarray) -> np.ndarray:
     import gir
     sizes = {"M": x.shape[0], "N": x.shape[1]}
     if target == "cuda_emu":
-        from passes.schedule import lower_module
-        from targets.cuda_emu import run_func
+        from gir.passes.schedule import lower_module
+        from gir.targets.cuda_emu import run_func
         module = gir.parse_text(program(fn))
         explicit = lower_module(module, "cuda", {"sizes": sizes}).funcs[0]
         return run_func(explicit, {"x": x.copy()}, sizes).outputs["y"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from targets.bench.programs import PROGRAMS, program_text
+from gir.targets.bench.programs import PROGRAMS, program_text
 
 DTYPES = ("f32", "f16", "bf16")
 

@@ -12,11 +12,11 @@ from gir.evaluate import random_inputs, shape_of
 def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: float) -> dict:
     import cupy as cp
 
-    from codegen import emit_func
-    from passes.schedule import lower_module
-    from targets.bench.gpu_timing import median_time, rotation_count
-    from targets.bench.runners import check_outputs
-    from targets.cuda.runner import launch_args
+    from gir.codegen import emit_func
+    from gir.passes.schedule import lower_module
+    from gir.targets.bench.gpu_timing import median_time, rotation_count
+    from gir.targets.bench.runners import check_outputs
+    from gir.targets.cuda.runner import launch_args
 
     row: dict = {}
     t0 = time.perf_counter()
@@ -57,8 +57,8 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
 
 
 def _baselines(case, func, sets, repeat) -> dict:
-    from targets.bench.baselines import cupy_op, torch_op
-    from targets.bench.gpu_timing import median_time, torch_times
+    from gir.targets.bench.baselines import cupy_op, torch_op
+    from gir.targets.bench.gpu_timing import median_time, torch_times
 
     out: dict = {}
     params = [p.name for p in func.params]

@@ -10,11 +10,11 @@ from gir.cli.common import check_sizes_used, parse_sizes, size_names
 from gir.errors import GirError, UsageError
 from gir.parser import parse_text
 from gir.source import read_source
-from targets.bench.cases import SUITE_NAMES, Case, suite_cases
-from targets.bench.envinfo import environment
-from targets.bench.plot import PlotsUnavailable, write_plots
-from targets.bench.progress import Progress, expected_seconds, outcome, wanted
-from targets.bench.report import summary_table, write_csv, write_json
+from gir.targets.bench.cases import SUITE_NAMES, Case, suite_cases
+from gir.targets.bench.envinfo import environment
+from gir.targets.bench.plot import PlotsUnavailable, write_plots
+from gir.targets.bench.progress import Progress, expected_seconds, outcome, wanted
+from gir.targets.bench.report import summary_table, write_csv, write_json
 
 
 def collect_cases(what: list[str], quick: bool, dtypes, sizes_text: str | None) -> list[Case]:
@@ -73,7 +73,7 @@ class BenchRun:
 
 
 def run_bench(cases: list[Case], args, argv: list[str]) -> BenchRun:
-    from targets.bench.runners import make_runner
+    from gir.targets.bench.runners import make_runner
 
     env = environment(argv, args.seed)  # before anything is written: the commit and its dirty flag as measured
     env["target"] = args.target

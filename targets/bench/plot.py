@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gir.files import write_atomic
-from targets.bench.ratio import RATIOS, ratio_of
+from gir.targets.bench.ratio import RATIOS, ratio_of
 
 MAX_SERIES = 8
 INSTALL_HINT = "pip install 'gir-compiler[bench]'"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from targets.bench.ratio import ratio_of
+from gir.targets.bench.ratio import ratio_of
 
 LONG_RUN_S = 3.0
 # rough seconds per case (full sizes, --quick) on a 2-core CPU; only decides whether progress is worth showing

@@ -19,7 +19,7 @@ from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.verdict import compare
 from gir.verifier import verify_module
-from passes.analysis.traffic import compulsory_bytes
+from gir.passes.analysis.traffic import compulsory_bytes
 
 SIM_EXEC_LIMIT = 1 << 24     # elements over all tensors the SIMT simulator executes (else: isl analysis)
 MLU_VALUES_LIMIT = 1 << 24   # elements over all tensors the MLU simulator computes values for (else timing only)
@@ -84,7 +84,7 @@ class SimRunner(Runner):
     target = "sim"
 
     def measure(self, case) -> dict:
-        from passes.schedule import lower_module
+        from gir.passes.schedule import lower_module
 
         module, func = self.front(case)
         t0 = time.perf_counter()
@@ -93,7 +93,7 @@ class SimRunner(Runner):
         row["compile_s"] = time.perf_counter() - t0
         low = lowered.func(func.name)
         if total_elements(func, case.sizes) <= SIM_EXEC_LIMIT:
-            from targets.sim import run_func
+            from gir.targets.sim import run_func
 
             inputs = random_inputs(func, case.sizes, self.rng)
             run = run_func(low, inputs)
@@ -111,7 +111,7 @@ class SimRunner(Runner):
 def analysed_bytes(func: ir.Func, sizes: dict[str, int]) -> float:
     """Global bytes of every kernel from the isl access relations, in whole 32-byte sectors per warp access
     (the first warp's sectors over the bytes its lanes ask for, as the simulator counts them)."""
-    from passes.analysis.traffic import kernel_traffic
+    from gir.passes.analysis.traffic import kernel_traffic
 
     total = 0.0
     for k in func.kernels:
@@ -128,13 +128,13 @@ class MluRunner(Runner):
     def environment(self) -> dict:
         from dataclasses import asdict
 
-        from targets.mlu import MLU370
+        from gir.targets.mlu import MLU370
 
         return {"mlu_machine": asdict(MLU370)}
 
     def measure(self, case) -> dict:
-        from targets.mlu import MLU370
-        from targets.mlu.run import run_func
+        from gir.targets.mlu import MLU370
+        from gir.targets.mlu.run import run_func
 
         module, func = self.front(case)
         row = self.base_row(func, case)
@@ -168,11 +168,11 @@ class CudaRunner(Runner):
 
     def __init__(self, args):
         super().__init__(args)
-        from targets.cuda import available
+        from gir.targets.cuda import available
 
         if not available():
             raise GirError("no CUDA device available: `gir bench --target cuda` needs an NVIDIA GPU and cupy")
-        from targets.bench.gpu_timing import copy_bandwidth
+        from gir.targets.bench.gpu_timing import copy_bandwidth
 
         self.copy_gbps = copy_bandwidth()
 
@@ -180,7 +180,7 @@ class CudaRunner(Runner):
         return {"copy_gbps": self.copy_gbps}
 
     def measure(self, case) -> dict:
-        from targets.bench.cuda_case import measure_cuda
+        from gir.targets.bench.cuda_case import measure_cuda
 
         module, func = self.front(case)
         row = self.base_row(func, case)

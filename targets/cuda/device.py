@@ -60,7 +60,7 @@ class CupyDevice:
         return self.xp.empty(shape, dtype=dtype)
 
     def launch(self, func, kernels, arrays: dict, sizes: dict[str, int]) -> None:
-        from targets.cuda.runner import launch_device
+        from gir.targets.cuda.runner import launch_device
 
         launch_device(func, kernels, arrays, sizes)
 

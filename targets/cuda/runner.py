@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gir import ir
-from codegen import INT32_MAX
+from gir.codegen import INT32_MAX
 from gir.errors import GirError
 
 
@@ -35,7 +35,7 @@ class RunResult:
 
 def launch_args(meta: dict, arrays: dict, sizes: dict[str, int]) -> tuple[tuple, tuple, tuple]:
     """(grid, block, args) for one kernel from its metadata (codegen.KernelSource.meta)."""
-    from codegen.launch import eval_size_expr
+    from gir.codegen.launch import eval_size_expr
 
     grid = tuple(eval_size_expr(g, sizes) for g in meta["grid"])
     if grid[0] > INT32_MAX or grid[1] > 65535 or grid[2] > 65535:
@@ -101,7 +101,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     """Run `func` on host (numpy) inputs: copy them to the device, launch, copy the results back."""
     import cupy as cp
 
-    from codegen import emit_func
+    from gir.codegen import emit_func
     from gir.evaluate import bind_sizes, shape_of
 
     sizes = bind_sizes(func, inputs, sizes)

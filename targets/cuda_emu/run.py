@@ -170,8 +170,8 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     order: thread scheduling between barriers: 0 thread order, 1 reverse, >= 2 random (seed) — running a
     kernel under several orders exposes missing barriers. max_threads bounds grid x block (the emulator
     runs about a million thread-barrier steps per second)."""
-    from codegen import combined_source, emit_func
-    from codegen.launch import eval_size_expr
+    from gir.codegen import combined_source, emit_func
+    from gir.codegen.launch import eval_size_expr
     from gir.evaluate import bind_sizes, shape_of
 
     sizes = bind_sizes(func, inputs, sizes)

@@ -51,9 +51,9 @@ def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int
     """``values=False``: timing-only simulation (`targets.mlu.ShapeOnly` for every GDRAM buffer, nothing allocated);
     ``inputs`` may be None (then every size must be in ``sizes``) and no outputs are returned."""
     import time
-    from codegen.mlu import emit_func
-    from passes.schedule_mlu import schedule_mlu
-    from targets.mlu import MLU370, ShapeOnly, parse_program, simulate
+    from gir.codegen.mlu import emit_func
+    from gir.passes.schedule_mlu import schedule_mlu
+    from gir.targets.mlu import MLU370, ShapeOnly, parse_program, simulate
 
     func = func_or_module.funcs[0] if isinstance(func_or_module, ir.Module) else func_or_module
     machine = machine or MLU370

@@ -3,7 +3,7 @@
 Every instruction runs for all instances of its parallel scopes at once (numpy, lockstep), counting the
 32-byte sectors a GPU moves and detecting data races and barrier divergence.
 """
-from targets.sim.run import RaceReport, SimRun, run_func
-from targets.sim.stats import InstrStats, KernelStats, SimStats, count_sectors
+from gir.targets.sim.run import RaceReport, SimRun, run_func
+from gir.targets.sim.stats import InstrStats, KernelStats, SimStats, count_sectors
 
 __all__ = ["run_func", "SimRun", "RaceReport", "SimStats", "KernelStats", "InstrStats", "count_sectors"]

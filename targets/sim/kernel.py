@@ -14,9 +14,9 @@ import numpy as np
 from gir import ir
 from gir.affine import free_vars
 from gir.errors import GirError
-from targets.sim.races import Tracker
-from targets.sim.stats import KernelStats, count_sectors
-from targets.sim.values import IDENTITY, Buf, Region, Values, fit
+from gir.targets.sim.races import Tracker
+from gir.targets.sim.stats import KernelStats, count_sectors
+from gir.targets.sim.values import IDENTITY, Buf, Region, Values, fit
 
 CHUNK_INSTANCES = 1 << 18
 SHARED_LEVELS = (ir.Level.shared, ir.Level.sram)

@@ -8,10 +8,10 @@ import numpy as np
 from gir import ir
 from gir.errors import Diagnostic, GirError, Loc
 from gir.evaluate import _Evaluator, _cast, bind_sizes, shape_of
-from targets.sim.kernel import KernelExec, fill_value
-from targets.sim.races import Race
-from targets.sim.stats import InstrStats, SimStats
-from targets.sim.values import Buf
+from gir.targets.sim.kernel import KernelExec, fill_value
+from gir.targets.sim.races import Race
+from gir.targets.sim.stats import InstrStats, SimStats
+from gir.targets.sim.values import Buf
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ import pytest
 
 from gir.errors import GirError
 from gir.parser import parse_text
-from passes.analysis.checks import check_kernel, check_module
+from gir.passes.analysis.checks import check_kernel, check_module
 from tests.analysis.conftest import load, load_text
 
 

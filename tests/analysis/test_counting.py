@@ -7,10 +7,10 @@ import random
 import islpy as isl
 import pytest
 
-from passes.analysis import isl_helpers as ih
-from passes.analysis.access import collect
-from passes.analysis.lattice_count import Unbounded, count_cons
-from passes.analysis.traffic import kernel_traffic
+from gir.passes.analysis import isl_helpers as ih
+from gir.passes.analysis.access import collect
+from gir.passes.analysis.lattice_count import Unbounded, count_cons
+from gir.passes.analysis.traffic import kernel_traffic
 from tests.analysis.conftest import load
 
 SETS = [

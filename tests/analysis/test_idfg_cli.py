@@ -6,7 +6,7 @@ from gir.cli import main
 from gir.parser import parse_text
 from gir.printer import print_module
 from gir.verifier import verify_module
-from passes.analysis.idfg import build_idfg
+from gir.passes.analysis.idfg import build_idfg
 from tests.analysis.conftest import load
 
 

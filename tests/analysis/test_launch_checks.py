@@ -6,7 +6,7 @@ import pytest
 
 from gir.cli import main
 from gir.errors import GirError
-from passes.analysis.checks import check_kernel
+from gir.passes.analysis.checks import check_kernel
 from tests.analysis.conftest import KERNELS, ROOT, load, load_text
 
 
@@ -274,7 +274,7 @@ def test_cli_check(kernel_file, capsys):
                                               ("input_store", {"M": 2, "N": 70}, "modified input 'x'"),
                                               ("warp_rowsum_divergent", {"M": 2}, "warp collective")])
 def test_the_emulator_rejects_what_the_checks_reject(name, sizes, says):
-    from targets.cuda_emu import available, run_func
+    from gir.targets.cuda_emu import available, run_func
     if not available():
         pytest.skip("g++ with C++20 and _Float16 not found")
     f = load(name)

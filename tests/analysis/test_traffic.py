@@ -1,7 +1,7 @@
 """Traffic counts against hand-computed numbers."""
 import random
 
-from passes.analysis.traffic import compulsory_bytes, kernel_traffic
+from gir.passes.analysis.traffic import compulsory_bytes, kernel_traffic
 from tests.analysis.conftest import load
 
 

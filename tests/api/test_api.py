@@ -135,7 +135,7 @@ def test_cuda_compiles_without_a_gpu():
     k = gir.compile(SOFTMAX, target="cuda", sizes={"M": 64, "N": 1000})
     (program,) = k.programs.values()
     assert program.kernels and all(ks.meta["grid"] and "__global__" in ks.source for ks in program.kernels)
-    from targets.cuda import available
+    from gir.targets.cuda import available
 
     if not available():
         with pytest.raises(GirError, match="target 'cuda' cannot run here"):

@@ -12,7 +12,7 @@ import pytest
 
 import gir
 from gir.errors import GirError
-from targets import cuda_emu
+from gir.targets import cuda_emu
 
 from .common import SOFTMAX, TWO, assert_matches, normal
 
@@ -61,11 +61,11 @@ class EmuDevice:
         return np.full(shape, np.nan, dtype)
 
     def launch(self, func, kernels, arrays, sizes) -> None:
-        from codegen import combined_source
-        from codegen.launch import eval_size_expr
+        from gir.codegen import combined_source
+        from gir.codegen.launch import eval_size_expr
         from gir import ir
         from gir.evaluate import shape_of
-        from targets.cuda_emu.run import DeviceBuffer, compile_source, launch
+        from gir.targets.cuda_emu.run import DeviceBuffer, compile_source, launch
 
         lib = compile_source(combined_source(kernels), [ks.name for ks in kernels])
         types = {p.name: p.type for p in func.params + func.results}
@@ -160,7 +160,7 @@ def test_errors_name_the_argument(device, call, message):
 
 def test_cupy_device_wraps_frameworks_without_a_gpu():
     """The conversions of CupyDevice that need no device: what is refused, and into which framework results go."""
-    from targets.cuda.device import CupyDevice
+    from gir.targets.cuda.device import CupyDevice
 
     class FakeCupy:
         class ndarray:
@@ -190,7 +190,7 @@ def test_cupy_device_wraps_frameworks_without_a_gpu():
     assert isinstance(dev.wrap(host, like=host), np.ndarray)
 
 
-from targets.cuda import available as gpu_available  # noqa: E402
+from gir.targets.cuda import available as gpu_available  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA device (needs an NVIDIA GPU and cupy)")
 

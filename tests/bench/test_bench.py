@@ -7,9 +7,9 @@ import json
 import pytest
 
 from gir.cli import main
-from targets.bench.cases import FULL, QUICK, suite_cases
-from targets.bench.gpu_timing import rotation_count
-from targets.bench.programs import PROGRAMS, program_text
+from gir.targets.bench.cases import FULL, QUICK, suite_cases
+from gir.targets.bench.gpu_timing import rotation_count
+from gir.targets.bench.programs import PROGRAMS, program_text
 
 
 def test_every_program_parses_and_verifies_in_every_dtype():
@@ -106,7 +106,7 @@ def test_sizes_of_several_files(tmp_path, capsys):
 
 
 def test_cuda_target_without_gpu_is_a_clean_error(tmp_path, capsys):
-    from targets.cuda import available
+    from gir.targets.cuda import available
 
     if available():
         pytest.skip("a GPU is present")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gir.cli import main
-from targets.bench.plot import DTYPE_STYLES, MAX_SERIES, PlotsUnavailable, panels, suite_series
+from gir.targets.bench.plot import DTYPE_STYLES, MAX_SERIES, PlotsUnavailable, panels, suite_series
 
 DTYPES = ("f32", "f16", "bf16")
 
@@ -58,7 +58,7 @@ def test_colour_follows_the_operator():
 @pytest.mark.parametrize("target", ["sim", "mlu-sim", "cuda"])
 def test_figures_are_readable(target):
     pytest.importorskip("matplotlib")
-    from targets.bench.plot import figures, series_lines
+    from gir.targets.bench.plot import figures, series_lines
 
     figs = dict(figures(_rows(target), target))
     assert set(figs) == {f"reduce-{target}.png", f"softmax-{target}.png"}
@@ -86,7 +86,7 @@ def test_figures_are_readable(target):
 
 def test_coinciding_16bit_lines_are_shifted_apart():
     pytest.importorskip("matplotlib")
-    from targets.bench.plot import figures, series_lines
+    from gir.targets.bench.plot import figures, series_lines
 
     fig = dict(figures(_rows("sim"), "sim"))["softmax-sim.png"]
     lines = {ln.get_label(): ln for ln in series_lines(fig.axes[0])}
@@ -99,7 +99,7 @@ def test_coinciding_16bit_lines_are_shifted_apart():
 
 def test_cli_png_has_at_most_eight_series_per_panel(tmp_path, monkeypatch, capsys):
     pytest.importorskip("matplotlib")
-    import targets.bench.plot as plot
+    import gir.targets.bench.plot as plot
 
     made = []
 
@@ -135,7 +135,7 @@ def test_missing_matplotlib_is_one_clear_line(tmp_path, monkeypatch, capsys):
 def test_plots_unavailable_names_a_broken_dependency(monkeypatch):
     import builtins
 
-    from targets.bench import plot
+    from gir.targets.bench import plot
 
     real_import = builtins.__import__
 

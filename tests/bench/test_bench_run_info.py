@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from gir.cli import build_parser, main
-from targets.bench import envinfo, progress
-from targets.bench.cases import suite_cases
+from gir.targets.bench import envinfo, progress
+from gir.targets.bench.cases import suite_cases
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

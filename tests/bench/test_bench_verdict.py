@@ -12,9 +12,9 @@ from gir.cli import main
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.verdict import TOLERANCE
-from targets.bench.runners import check_outputs
+from gir.targets.bench.runners import check_outputs
 
-pytest.importorskip("passes.schedule")
+pytest.importorskip("gir.passes.schedule")
 
 LOG = "func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = log(x[i, j] - 1.0)\n}\n"
 MIXED = ("func f(x: f16[N], n: i32[N]) -> (y: f32[N], m: i32[N]) {\n  y[i] = f32(x[i]) * 2.0\n"

@@ -11,7 +11,7 @@ from gir.cli import main
 from gir.evaluate import DOMAIN_RANGE, domain_ranges, random_inputs
 from gir.parser import parse_text
 
-pytest.importorskip("passes.schedule")
+pytest.importorskip("gir.passes.schedule")
 
 # an explicit kernel computing `y = EXPR(x)` element by element, to compare with an operator-layer reference
 KERNEL = """

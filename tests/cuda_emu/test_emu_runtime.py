@@ -7,8 +7,8 @@ import pytest
 
 from gir import ir
 from gir.errors import GirError
-from targets.cuda_emu import available
-from targets.cuda_emu.run import POISON, DeviceBuffer, compile_source, launch
+from gir.targets.cuda_emu import available
+from gir.targets.cuda_emu.run import POISON, DeviceBuffer, compile_source, launch
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ with C++20 and _Float16 not found")
 
@@ -214,7 +214,7 @@ def test_emitted_transpose_without_its_barrier_fails():
     """The real emitted kernel: with its __syncthreads deleted, some thread order reads unwritten shared memory."""
     from pathlib import Path
 
-    import codegen
+    from gir import codegen
     from gir.parser import parse_file
 
     root = Path(__file__).resolve().parent.parent.parent

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import codegen  # noqa: F401  (import before anything puts tests/ on sys.path: tests/gpu_codegen would shadow it)
 import gir
 import gir.evaluate
-from passes.schedule import lower_module
-from targets.cuda_emu import available, run_func
+from gir.passes.schedule import lower_module
+from gir.targets.cuda_emu import available, run_func
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ with C++20 and _Float16 not found")
 

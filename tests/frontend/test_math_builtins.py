@@ -159,7 +159,7 @@ def test_rounding_bound():
 
 
 def test_canonicalize_folds_constants():
-    from passes.builtin.canonicalize import _fold
+    from gir.passes.builtin.canonicalize import _fold
     cases = {"round": (2.5, 2.0), "floor": (-0.5, -1.0), "softplus": (30.0, 30.0), "log1p": (-1.0, None),
              "gelu": (1.0, 0.5 * (1 + math.erf(1 / math.sqrt(2)))), "sin": (float("inf"), None)}
     for fn, (arg, want) in cases.items():

@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from codegen import combined_source
+from gir.codegen import combined_source
 
 
 def nvcc_available() -> bool:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import combined_source, emit_module
+from gir.codegen import combined_source, emit_module
 from gir.cli import main
 from gir.parser import parse_text
 
@@ -23,7 +23,7 @@ def test_emit_source_explicit(capsys):
 
 @pytest.mark.parametrize("target", ["cuda", "hip"])
 def test_emitted_gir_parses_back_to_the_same_code(capsys, target):
-    pytest.importorskip("passes.schedule")
+    pytest.importorskip("gir.passes.schedule")
     assert main(["compile", SOFTMAX, "--target", target, "--emit", "gir"]) == 0
     gir_text = capsys.readouterr().out
     assert main(["compile", SOFTMAX, "--target", target, "--emit", "source"]) == 0
@@ -42,7 +42,7 @@ def test_output_directory(tmp_path, capsys):
 
 
 def test_output_file_hip(tmp_path, capsys):
-    pytest.importorskip("passes.schedule")
+    pytest.importorskip("gir.passes.schedule")
     out = tmp_path / "k.hip"
     assert main(["compile", SOFTMAX, "--target", "hip", "-o", str(out)]) == 0
     assert "__global__" in out.read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import combined_source, emit_module
+from gir.codegen import combined_source, emit_module
 from codegen_nvcc import nvcc_available, ptxas_stats
 from gir.cli.common import load_verified
 
@@ -26,7 +26,7 @@ def own_kernels(target):
 
 
 def sample_kernels(target):
-    lower_module = pytest.importorskip("passes.schedule").lower_module
+    lower_module = pytest.importorskip("gir.passes.schedule").lower_module
     return [ks for p in SAMPLES for ks in emit_module(lower_module(load_verified(p), target=target), target)]
 
 
@@ -55,7 +55,7 @@ def test_all_samples_nvcc_no_spills():
 
 
 def _hip_check(kernels):
-    from targets.hip import compile_source
+    from gir.targets.hip import compile_source
 
     res = compile_source(combined_source(kernels))
     assert set(res.kernels) == {ks.name for ks in kernels}

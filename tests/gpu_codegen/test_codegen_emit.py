@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen import combined_source, emit_module
-from codegen.launch import eval_size_expr
+from gir.codegen import combined_source, emit_module
+from gir.codegen.launch import eval_size_expr
 from gir.errors import GirError
 from gir.parser import parse_file, parse_text
 
@@ -134,7 +134,7 @@ def test_unsupported_kernels_are_diagnosed(name):
 
 def test_simulator_agrees_with_numpy_on_test_kernels():
     """The explicit GIR we compile is itself right (the simulator is its executable meaning)."""
-    from targets.sim import run_func
+    from gir.targets.sim import run_func
 
     rng = np.random.default_rng(0)
     for n in (1, 511, 1300):

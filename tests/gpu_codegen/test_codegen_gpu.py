@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gir.parser import parse_file
-from targets.cuda import available, run_func
+from gir.targets.cuda import available, run_func
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen import emit_func
+from gir.codegen import emit_func
 from gir.cli import main
 from gir.parser import parse_file
 from gir.errors import GirError
-from targets.cuda.runner import launch_args
+from gir.targets.cuda.runner import launch_args
 
 EXPLICIT = str(Path(__file__).parent.parent.parent / "samples/explicit/softmax_rows.gir")
 

@@ -11,9 +11,9 @@ import pytest
 from gir.cli import main
 from gir.errors import GirError
 from gir.parser import parse_file, parse_text
-from passes.base import GraphPass, PassContext
-from passes.manager import PassManager
-from passes.pipeline import PassPipeline, parse_pipeline
+from gir.passes.base import GraphPass, PassContext
+from gir.passes.manager import PassManager
+from gir.passes.pipeline import PassPipeline, parse_pipeline
 
 SOFTMAX = "samples/softmax.gir"
 
@@ -94,7 +94,7 @@ class FuseEverything(GraphPass):
 def test_graph_verifier_names_the_pass_that_breaks_the_idfg():
     module = parse_text("func rev(x: f32[N]) -> (y: f32[N]) {\n  a[i] = x[i] * 2.0\n  y[i] = a[N - 1 - i] + 1.0\n}\n",
                         "rev.gir")
-    from passes.middle.lowering import NaiveLower
+    from gir.passes.middle.lowering import NaiveLower
     with pytest.raises(GirError) as exc:
         PassManager(PassPipeline((NaiveLower(), FuseEverything()))).run(module, PassContext(filename="rev.gir"))
     text = exc.value.format()

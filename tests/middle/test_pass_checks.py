@@ -19,8 +19,8 @@ import pytest
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
 from gir.printer import print_module
-from passes.base import PassContext
-from passes.manager import PassManager, as_module, ir_kind
+from gir.passes.base import PassContext
+from gir.passes.manager import PassManager, as_module, ir_kind
 from tests.middle.filecheck import directives, filecheck
 
 CHECKS = sorted(Path(__file__).parent.joinpath("checks").glob("*.gir"))
@@ -49,7 +49,7 @@ def test_pass_check(path):
     sizes = _header(text, "SIZES")
     if sizes:
         from gir.cli.common import parse_sizes
-        from targets.sim import run_func
+        from gir.targets.sim import run_func
         sizes = parse_sizes(sizes)
         func = module.funcs[0]
         inputs = random_inputs(func, sizes, np.random.default_rng(7))

@@ -11,10 +11,10 @@ import pytest
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.verifier import verify_module
-from passes.analysis.traffic import compulsory_bytes
-from passes.schedule import lower_module
-from targets.bench.runners import analysed_bytes
-from targets.sim import run_func
+from gir.passes.analysis.traffic import compulsory_bytes
+from gir.passes.schedule import lower_module
+from gir.targets.bench.runners import analysed_bytes
+from gir.targets.sim import run_func
 from tests.middle.randprog import program
 
 SEEDS = range(120)

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from targets.mlu import MluError, parse_program, simulate
+from gir.targets.mlu import MluError, parse_program, simulate
 
 _EXPECTED = re.compile(r"//\s*expected-error\s*\{\{(.*?)\}\}")
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mlu_testutil import expect_error
-from targets.mlu import MluError, parse_program, simulate
+from gir.targets.mlu import MluError, parse_program, simulate
 
 X = np.arange(1, 257, dtype=np.float32)
 

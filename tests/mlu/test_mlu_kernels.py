@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlu_testutil import rand
-from targets.mlu import MluError, parse_program, simulate
+from gir.targets.mlu import MluError, parse_program, simulate
 
 VADD = """
 const int T = 2048;

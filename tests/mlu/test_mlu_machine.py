@@ -6,8 +6,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from passes.machines import MachineError
-from targets.mlu import MLU370, MluError, MluMachine, launch_shape, parse_program, simulate
+from gir.passes.machines import MachineError
+from gir.targets.mlu import MLU370, MluError, MluMachine, launch_shape, parse_program, simulate
 
 
 def test_defaults_describe_an_mlu370():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mlu_testutil import expect_error, rand
-from targets.mlu import MLU370, ShapeOnly, parse_program, simulate
+from gir.targets.mlu import MLU370, ShapeOnly, parse_program, simulate
 
 PROGRAM = """
 __mlu_global__ void k(%(T)s* x, %(T)s* y) {

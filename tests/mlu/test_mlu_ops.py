@@ -11,7 +11,7 @@ import pytest
 _erf = np.vectorize(math.erf)
 
 from mlu_testutil import rand
-from targets.mlu import parse_program, simulate
+from gir.targets.mlu import parse_program, simulate
 
 HARNESS = """
 const int N = 256;

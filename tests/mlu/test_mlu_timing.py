@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mlu_testutil import rand
-from targets.mlu import MLU370, parse_program, simulate
+from gir.targets.mlu import MLU370, parse_program, simulate
 
 COPY = """
 const int T = 32768;   // floats per tile: 128 KiB

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlu_testutil import expect_error, rand
-from targets.mlu import MluError, ShapeOnly, parse_program, simulate
-from targets.mlu.dma import _gdram_traffic, _segment_starts, _traffic
-from targets.mlu.lang import ELEM_TYPES, GDRAM
-from targets.mlu.memory import Ptr, Region
+from gir.targets.mlu import MluError, ShapeOnly, parse_program, simulate
+from gir.targets.mlu.dma import _gdram_traffic, _segment_starts, _traffic
+from gir.targets.mlu.lang import ELEM_TYPES, GDRAM
+from gir.targets.mlu.memory import Ptr, Region
 from test_mlu_kernels import (GATHER, GLOBAL_SUM, SHARED, SOFTMAX_PIPELINED, SOFTMAX_SERIAL, TRANSPOSE,
                               vadd_program)
 

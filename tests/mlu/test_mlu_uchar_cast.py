@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mlu_testutil import expect_error, rand
-from targets.mlu import ShapeOnly, parse_program, simulate
+from gir.targets.mlu import ShapeOnly, parse_program, simulate
 
 ROUNDTRIP = """
 __mlu_global__ void k(uint8_t* m, float* x, float* y, uint8_t* z) {

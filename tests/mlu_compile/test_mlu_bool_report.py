@@ -10,8 +10,8 @@ from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu.run import run_func
 
 
 def _f(name):
@@ -86,7 +86,7 @@ def test_cross_entropy_gathers(m, n):
 def test_cross_entropy_timing_only_and_roofline():
     f = _f("cross_entropy")
     sizes = {"M": 4096, "N": 4096}
-    from codegen.mlu.report import compulsory_bytes
+    from gir.codegen.mlu.report import compulsory_bytes
     t = run_func(f, None, sizes, values=False).stats["seconds"]
     assert t / (compulsory_bytes(f, sizes) / 307e9) < 1.15       # was 1.36 with compare + select + sum
 
@@ -133,7 +133,7 @@ def test_opbyop_single_statement_equals_fused():
 
 
 def test_report_helpers(monkeypatch):
-    from codegen.mlu import report
+    from gir.codegen.mlu import report
     f = _f("relu_mask")
     sizes = {"M": 10, "N": 20}
     assert report.compulsory_bytes(f, sizes) == 10 * 20 * 4 + 10 * 20 * 4 + 10 * 20 * 1 + 10 * 4
@@ -148,7 +148,7 @@ def test_report_helpers(monkeypatch):
 
 def test_offset_regions_only_in_row_copies():
     import dataclasses
-    from codegen.mlu import emit_func
+    from gir.codegen.mlu import emit_func
     from gir.errors import GirError
     f = _f("cross_entropy")
     e = schedule_mlu(f, {"M": 64, "N": 70})

@@ -7,11 +7,11 @@ import pytest
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.shapes import func_info
-from passes.schedule_mlu import schedule_mlu
-from passes.schedule_mlu.extended import schedule_extended
-from passes.schedule_mlu.rowmodel import NotRowModel
-from passes.schedule_mlu.schedule import specialize
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.passes.schedule_mlu.extended import schedule_extended
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.targets.mlu.run import run_func
 
 TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
 

@@ -8,11 +8,11 @@ from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
-from passes.schedule_mlu import schedule_mlu
-from passes.schedule_mlu.placement import solve_placement
-from passes.schedule_mlu.rowmodel import analyze_rows
-from passes.schedule_mlu.schedule import specialize
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.passes.schedule_mlu.placement import solve_placement
+from gir.passes.schedule_mlu.rowmodel import analyze_rows
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.targets.mlu.run import run_func
 
 SAMPLES = sorted(glob.glob("samples/*.gir"))
 
@@ -162,8 +162,8 @@ KNOWN_OVER = {"elementwise_chain", "softmax_f16", "layernorm_768", "rmsnorm_bf16
 @pytest.mark.parametrize("name", ["softmax", "layernorm", "add_layernorm", "col_sum", "reduce_mid", "row_max",
                                   "log_softmax", "swiglu", "rmsnorm", "bias_gelu_tanh"])
 def test_fused_roofline_large(name):
-    from codegen.mlu.report import LARGE, SIZES, _compulsory
-    from targets.mlu import MLU370
+    from gir.codegen.mlu.report import LARGE, SIZES, _compulsory
+    from gir.targets.mlu import MLU370
     f = parse_file(f"samples/{name}.gir").funcs[0]
     sizes = {s: SIZES.get(name, LARGE)[s] for s in f.size_symbols()}
     fused = run_func(f, None, sizes, values=False)

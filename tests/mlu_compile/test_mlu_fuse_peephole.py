@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import codegen.mlu as cm
-from codegen.mlu.emit import emit_func as real_emit
-from codegen.mlu.fuse import fuse_lines
+import gir.codegen.mlu as cm
+from gir.codegen.mlu.emit import emit_func as real_emit
+from gir.codegen.mlu.fuse import fuse_lines
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
-from targets.mlu import parse_program, simulate
-from targets.mlu.run import run_func
+from gir.targets.mlu import parse_program, simulate
+from gir.targets.mlu.run import run_func
 
 TYPES = {"t": "float", "u": "float", "a": "float", "b": "float", "g": "float", "y": "float", "iv": "int"}
 

@@ -7,9 +7,9 @@ from gir import ir
 from gir.errors import GirError
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
-from passes.analysis.checks import check_module
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu.run import run_func
+from gir.passes.analysis.checks import check_module
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu.run import run_func
 
 CAUSAL = """func scaled_causal_softmax(x: f32[B, H, S, S], scale: f32[]) -> (y: f32[B, H, S, S]) {
   z[b, h, i, j] = select(j <= i, x[b, h, i, j] * scale[], -inf)

@@ -2,14 +2,14 @@
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
+from gir.codegen.mlu import emit_func
 from gir import ir
 from gir.errors import GirError
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu.run import run_func
 
 
 def _check(path, sizes, seed=0):
@@ -78,7 +78,7 @@ def test_transpose_builtin_verifies_and_runs():
     mod = parse_text(text)
     assert print_module(parse_text(print_module(mod))) == print_module(mod)
     x = np.random.default_rng(1).standard_normal((64, 128)).astype(np.float32)
-    from targets.sim import run_func as sim_run   # the SIMT reference simulator runs MLU-family GIR too
+    from gir.targets.sim import run_func as sim_run   # the SIMT reference simulator runs MLU-family GIR too
     out = sim_run(mod.funcs[0], {"x": x})
     got = out.outputs["y"] if hasattr(out, "outputs") else out["y"]
     np.testing.assert_allclose(got, 2 * x.T, rtol=1e-6)

@@ -3,12 +3,12 @@ scheduling errors as GirError. A small `nram` budget forces chunking at small si
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
+from gir.codegen.mlu import emit_func
 from gir.errors import GirError
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu.run import run_func
 
 
 def _func(name, dt="f32"):

@@ -10,12 +10,12 @@ import pytest
 from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
-from passes.analysis.checks import check_module
-from passes.schedule_mlu import schedule_mlu
-from passes.schedule_mlu.schedule import specialize
-from passes.schedule_mlu.splitstmt import split_statement
+from gir.passes.analysis.checks import check_module
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.passes.schedule_mlu.splitstmt import split_statement
 from gir.shapes import func_info
-from targets.mlu.run import run_func
+from gir.targets.mlu.run import run_func
 
 SCALAR = re.compile(r"_k\d+$")
 

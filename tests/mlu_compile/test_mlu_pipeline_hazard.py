@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
+from gir.codegen.mlu import emit_func
 from gir.parser import parse_text
-from targets.mlu.run import run_func
+from gir.targets.mlu.run import run_func
 
 COPY = """
 func copy_rows(x: f32[40, 64]) -> (y: f32[40, 64]) {

@@ -14,14 +14,14 @@ from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.printer import print_module
 from gir.shapes import func_info
-from passes.analysis.checks import check_module
-from passes.schedule_mlu import schedule_mlu
-from passes.schedule_mlu.indexops import _split, rewrite_index_values
-from passes.schedule_mlu.placement import solve_placement
-from passes.schedule_mlu.rowmodel import analyze_rows
-from passes.schedule_mlu.schedule import specialize
-from targets.bench.programs import program_text
-from targets.mlu.run import run_func
+from gir.passes.analysis.checks import check_module
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.passes.schedule_mlu.indexops import _split, rewrite_index_values
+from gir.passes.schedule_mlu.placement import solve_placement
+from gir.passes.schedule_mlu.rowmodel import analyze_rows
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.targets.bench.programs import program_text
+from gir.targets.mlu.run import run_func
 
 ROWVEC = """func rowvec(x: {dt}[A, B, C], m: {dt}[A, B]) -> (y: {dt}[A, B, C], s: {dt}[A, B]) {
   y[a, b, c] = x[a, b, c] - m[a, b]

@@ -7,9 +7,9 @@ from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
-from passes.schedule_mlu import schedule_mlu
-from codegen.mlu.report import _compulsory
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.codegen.mlu.report import _compulsory
+from gir.targets.mlu.run import run_func
 
 SIZES = [1, 7, 1000, 1025]
 

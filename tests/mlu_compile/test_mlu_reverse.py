@@ -4,16 +4,16 @@ import re
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
-from codegen.mlu.report import compulsory_bytes
+from gir.codegen.mlu import emit_func
+from gir.codegen.mlu.report import compulsory_bytes
 from gir import ir
 from gir.errors import GirError
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu import MLU370
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu import MLU370
+from gir.targets.mlu.run import run_func
 
 SAMPLE = "samples/reverse_rows.gir"
 VARIANTS = {   # the leading axis, both axes, 1-D, and 16-bit / int element types
@@ -46,8 +46,8 @@ def _compiled(f, sizes, **kw):
 
 
 def _check_values(f, sizes, seed, **kw):
-    from passes.schedule_mlu import schedule_mlu as sched
-    from targets.mlu import parse_program, simulate
+    from gir.passes.schedule_mlu import schedule_mlu as sched
+    from gir.targets.mlu import parse_program, simulate
     e = sched(f, sizes, **kw)
     x = random_inputs(f, sizes, np.random.default_rng(seed))
     if kw:   # schedule options (a small NRAM budget): run the emitted kernel directly
@@ -152,7 +152,7 @@ func rv(x: f32[8, 64]) -> (y: f32[8, 64]) {
 def test_reverse_builtin_runs_on_both_simulators(call, flip):
     mod = parse_text(KERNEL.replace("reverse(a[0:8, 0:64])", call))
     x = np.random.default_rng(5).standard_normal((8, 64)).astype(np.float32)
-    from targets.sim import run_func as sim_run   # the SIMT reference simulator runs MLU-family GIR too
+    from gir.targets.sim import run_func as sim_run   # the SIMT reference simulator runs MLU-family GIR too
     out = sim_run(mod.funcs[0], {"x": x})
     got = out.outputs["y"] if hasattr(out, "outputs") else out["y"]
     np.testing.assert_array_equal(got, flip(x))

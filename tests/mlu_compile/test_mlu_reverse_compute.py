@@ -3,15 +3,15 @@ reversed operands mirrored on chip (`reverse()` / `__bang_mirror`)."""
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
-from codegen.mlu.report import compulsory_bytes
+from gir.codegen.mlu import emit_func
+from gir.codegen.mlu.report import compulsory_bytes
 from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.printer import print_module
-from passes.schedule_mlu import schedule_mlu
-from targets.mlu import MLU370
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu import MLU370
+from gir.targets.mlu.run import run_func
 
 EXPRS = {
     "scale": ("x: f32[M, N]", "f32", "x[i, N - 1 - j] * 2.0"),

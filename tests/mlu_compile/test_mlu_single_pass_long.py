@@ -8,16 +8,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
+from gir.codegen.mlu import emit_func
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
-from passes.schedule_mlu import schedule_mlu
-from passes.schedule_mlu.placement import RESERVE, nram_footprint
-from passes.schedule_mlu.rowmodel import analyze_rows
-from passes.schedule_mlu.schedule import specialize
-from targets.bench.programs import program_text
-from targets.mlu import MLU370
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.passes.schedule_mlu.placement import RESERVE, nram_footprint
+from gir.passes.schedule_mlu.rowmodel import analyze_rows
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.targets.bench.programs import program_text
+from gir.targets.mlu import MLU370
+from gir.targets.mlu.run import run_func
 
 TOL = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}
 

@@ -4,13 +4,13 @@ program never falls back to scalar kernels (which would take hours to simulate a
 import numpy as np
 import pytest
 
-from codegen.mlu import emit_func
+from gir.codegen.mlu import emit_func
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
-from passes.schedule_mlu import schedule_mlu
-from targets.bench.programs import program_text
-from targets.mlu import MLU370
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.bench.programs import program_text
+from gir.targets.mlu import MLU370
+from gir.targets.mlu.run import run_func
 
 CONVERSIONS = ("__bang_half2float", "__bang_float2half", "__bang_bfloat162float", "__bang_float2bfloat16",
                "__bang_int322float", "__bang_float2int32", "__bang_uchar2float", "__bang_float2uchar")

@@ -8,11 +8,11 @@ import pytest
 from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
-from passes.schedule_mlu import layout as L
-from passes.schedule_mlu import transpose as T
-from targets.bench.programs import program_text
-from targets.mlu import MLU370
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu import transpose as T
+from gir.targets.bench.programs import program_text
+from gir.targets.mlu import MLU370
+from gir.targets.mlu.run import run_func
 
 
 def _tr(dt):

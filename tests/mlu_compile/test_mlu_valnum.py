@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import passes.schedule_mlu.lower_rows as lower_rows_mod
-from codegen.mlu.emit import emit_func
+import gir.passes.schedule_mlu.lower_rows as lower_rows_mod
+from gir.codegen.mlu.emit import emit_func
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
-from passes.schedule_mlu import schedule_mlu
-from passes.schedule_mlu.rowmodel import analyze_rows
-from passes.schedule_mlu.schedule import specialize
-from passes.schedule_mlu.valnum import number_values
-from targets.mlu.run import run_func
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.passes.schedule_mlu.rowmodel import analyze_rows
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.passes.schedule_mlu.valnum import number_values
+from gir.targets.mlu.run import run_func
 
 TWO = """
 func two(x: f32[M, N], g: f32[N]) -> (y: f32[M, N], s: f32[M], s2: f32[M]) {

@@ -5,9 +5,9 @@ import glob
 
 import pytest
 
-from codegen.mlu.workcount import arithmetic_floor, count_work
+from gir.codegen.mlu.workcount import arithmetic_floor, count_work
 from gir.parser import parse_file, parse_text
-from targets.mlu import MLU370
+from gir.targets.mlu import MLU370
 
 M, N = 48, 160   # fixed sizes: elements are counted exactly
 MN, U = M * N, 128 / 4   # U: f32 elements per 128-byte unit
@@ -122,7 +122,7 @@ def test_pure_data_movement_is_free():
 
 
 def test_report_floor_columns():
-    from codegen.mlu.report import floor_columns
+    from gir.codegen.mlu.report import floor_columns
     assert floor_columns(3e-6, 2e-6, 1e-6) == "1.0 | 1.500"     # IO-bound: the roofline is the floor
     assert floor_columns(3e-6, 1e-6, 2e-6) == "2.0 | 1.500"     # compute-bound: the arithmetic floor is
 
@@ -132,8 +132,8 @@ def test_report_floor_columns():
 def test_no_kernel_beats_its_floor(path):
     """The floor is a lower bound under the simulator's own cost model: every sample's fused kernel (timing-only,
     report sizes) takes at least max(roofline, arithmetic floor)."""
-    from codegen.mlu.report import LARGE, SIZES, _sizes, compulsory_bytes, schedule_kind
-    from targets.mlu.run import run_func
+    from gir.codegen.mlu.report import LARGE, SIZES, _sizes, compulsory_bytes, schedule_kind
+    from gir.targets.mlu.run import run_func
     f = parse_file(path).funcs[0]
     sizes = _sizes(f, SIZES, LARGE)
     if schedule_kind(f, sizes) == "scalar fallback":

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passes.registry import reset_registry
+from gir.passes.registry import reset_registry
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPO / "samples" / "plugins" / "gir-plugin-example"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
-from passes.base import ModulePass, PassContext
+from gir.passes.base import ModulePass, PassContext
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ import pytest
 import gir
 from conftest import assert_same_semantics
 from gir.verifier import verify_module
-from passes.base import PassContext
-from passes.builtin.canonicalize import Canonicalize
-from passes.builtin.cse import CommonSubexpressionElimination
-from passes.builtin.dce import DeadCodeElimination
-from passes.builtin.inline import InlineElementwise
+from gir.passes.base import PassContext
+from gir.passes.builtin.canonicalize import Canonicalize
+from gir.passes.builtin.cse import CommonSubexpressionElimination
+from gir.passes.builtin.dce import DeadCodeElimination
+from gir.passes.builtin.inline import InlineElementwise
 
 HEADER = "func f(x: f32[M, N], a: f32[N], k: i32[M, N], m: bool[M, N]) -> ({results}) {{\n{body}\n}}\n"
 SIZES = {"M": 3, "N": 5}

@@ -8,7 +8,7 @@ import pytest
 import gir
 from conftest import REPO
 from gir.cli import main
-from passes.pipeline import DEFAULT_PIPELINE
+from gir.passes.pipeline import DEFAULT_PIPELINE
 
 SOFTMAX = REPO / "samples" / "softmax.gir"
 LAYERNORM = REPO / "samples" / "layernorm.gir"
@@ -34,7 +34,7 @@ def test_passes_lists_builtins_with_options_and_origin(capsys):
 def test_passes_default_and_details(capsys):
     assert _run(capsys, "passes", "--default") == (0, DEFAULT_PIPELINE + "\n", "")
     code, out, _ = _run(capsys, "passes", "cse")
-    assert code == 0 and "entry point: passes.builtin.cse:CommonSubexpressionElimination" in out
+    assert code == 0 and "entry point: gir.passes.builtin.cse:CommonSubexpressionElimination" in out
     assert "Results are never merged" in out  # the full docstring, not only its first line
     code, _, err = _run(capsys, "passes", "csee")
     assert code == 1 and "unknown pass 'csee'" in err and "did you mean 'cse'?" in err
@@ -51,7 +51,7 @@ def test_opt_default_pipeline_and_output_file(capsys, tmp_path):
     target = tmp_path / "sub" / "out.gir"
     code, out, _ = _run(capsys, "opt", LAYERNORM, "-o", target)
     assert code == 0 and out == ""
-    from passes.manager import PassManager
+    from gir.passes.manager import PassManager
     assert gir.parse_file(target) == PassManager(DEFAULT_PIPELINE).run(gir.parse_file(LAYERNORM))
     assert [p.name for p in target.parent.iterdir()] == ["out.gir"]  # no temporary file left behind
 

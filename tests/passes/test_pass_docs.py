@@ -7,9 +7,9 @@ import types
 
 import gir
 from conftest import REPO
-from passes.manager import PassManager
-from passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
-from passes.registry import Registry, registry
+from gir.passes.manager import PassManager
+from gir.passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
+from gir.passes.registry import Registry, registry
 
 DOC = (REPO / "docs" / "passes.md").read_text()
 

@@ -10,14 +10,14 @@ import pytest
 import gir
 from gir.errors import GirError
 from gir_test_passes import BreakIR, Crash, Identity
-from passes.base import PassContext
-from passes.builtin.canonicalize import Canonicalize
-from passes.builtin.dce import DeadCodeElimination
-from passes.builtin.inline import InlineElementwise
-from passes.instruments import (DumpIR, PassInstrument, PrintIR, TimePasses, add_arguments, instruments_from_args,
+from gir.passes.base import PassContext
+from gir.passes.builtin.canonicalize import Canonicalize
+from gir.passes.builtin.dce import DeadCodeElimination
+from gir.passes.builtin.inline import InlineElementwise
+from gir.passes.instruments import (DumpIR, PassInstrument, PrintIR, TimePasses, add_arguments, instruments_from_args,
                                 verify_each_from_args)
-from passes.manager import PassManager, reproducer
-from passes.pipeline import PassPipeline
+from gir.passes.manager import PassManager, reproducer
+from gir.passes.pipeline import PassPipeline
 
 PROGRAM = """
 func f(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) {

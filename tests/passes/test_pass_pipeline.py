@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from gir.errors import GirError
 from gir_test_passes import TEST_PASSES, Opts, Tile
-from passes.builtin.inline import InlineElementwise
-from passes.pipeline import DEFAULT_PIPELINE, PassPipeline, default_pipeline, parse_pipeline
-from passes.registry import Registry, registry
+from gir.passes.builtin.inline import InlineElementwise
+from gir.passes.pipeline import DEFAULT_PIPELINE, PassPipeline, default_pipeline, parse_pipeline
+from gir.passes.registry import Registry, registry
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import gir
 from conftest import PLUGIN_DIR, assert_same_semantics, plugin_metadata
 from gir.cli import main
 from gir.errors import GirError
-from passes.manager import PassManager
-from passes.pipeline import parse_pipeline
+from gir.passes.manager import PassManager
+from gir.passes.pipeline import parse_pipeline
 
 PROGRAM = """func f(x: f32[M, N], k: i32[M, N]) -> (y: f32[M, N]) {
   y[i, j] = pow(x[i, j], 3.0) / 4.0 + pow(x[i, j] + 1.0, 2) + x[i, j] / 3.0 + pow(f32(k[i, j]), 2) + pow(x[i, j], 5)
@@ -86,9 +86,9 @@ ROWS = """func g(x: f32[M, N]) -> (y: f32[M, N]) {
 def test_graph_plugin_receives_the_idfg_and_changes_the_kernels(plugin, tmp_path, capsys):
     """A plugin pass over the IDFG rewrites compute nodes; the search emits kernels from the rewritten graph:
     the CUDA of `gir compile` differs, the values do not."""
-    from passes.base import PassContext
-    from passes.middle.graph import ModuleGraph
-    from passes.registry import registry
+    from gir.passes.base import PassContext
+    from gir.passes.middle.graph import ModuleGraph
+    from gir.passes.registry import registry
     assert registry().get("strength-reduce-idfg").cls.consumes == "idfg"
     src = tmp_path / "g.gir"
     src.write_text(ROWS)
@@ -104,14 +104,14 @@ def test_graph_plugin_receives_the_idfg_and_changes_the_kernels(plugin, tmp_path
         def run_before_pass(self, ctx, p, index, state):
             if p.name == "strength-reduce-idfg":
                 seen.append(type(state))
-    from passes.instruments import PassInstrument
+    from gir.passes.instruments import PassInstrument
     spy = type("SpyInstrument", (PassInstrument,), {"run_before_pass": Spy.run_before_pass})()
     ctx = PassContext()
     out = PassManager(pipeline, [spy]).run(gir.parse_text(ROWS, "g.gir"), ctx)
     assert seen == [ModuleGraph] and ctx.statistics["strength-reduce-idfg.rewrites"] == 3
     import numpy as np
     from gir.evaluate import evaluate, random_inputs
-    from targets.sim import run_func
+    from gir.targets.sim import run_func
     func, sizes = gir.parse_text(ROWS, "g.gir").funcs[0], {"M": 5, "N": 33}
     inputs = random_inputs(func, sizes, np.random.default_rng(3))
     got = run_func(out.funcs[0], inputs, sizes).outputs["y"]

@@ -8,14 +8,14 @@ import pytest
 
 from gir.errors import GirError
 from gir_test_passes import Identity, Opts
-from passes.base import ModulePass, check_pass_class
-from passes.registry import Registry, registry
+from gir.passes.base import ModulePass, check_pass_class
+from gir.passes.registry import Registry, registry
 
 BUILTINS = {
-    "canonicalize": "passes.builtin.canonicalize:Canonicalize",
-    "cse": "passes.builtin.cse:CommonSubexpressionElimination",
-    "dce": "passes.builtin.dce:DeadCodeElimination",
-    "inline-elementwise": "passes.builtin.inline:InlineElementwise",
+    "canonicalize": "gir.passes.builtin.canonicalize:Canonicalize",
+    "cse": "gir.passes.builtin.cse:CommonSubexpressionElimination",
+    "dce": "gir.passes.builtin.dce:DeadCodeElimination",
+    "inline-elementwise": "gir.passes.builtin.inline:InlineElementwise",
 }
 
 

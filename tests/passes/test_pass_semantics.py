@@ -12,10 +12,10 @@ import gir
 from conftest import SAMPLES, assert_same_semantics
 from gir import ir
 from gir.verifier import verify_module
-from passes.base import PassContext
-from passes.builtin.exprs import refs, rename_refs
-from passes.manager import PassManager
-from passes.pipeline import DEFAULT_PIPELINE
+from gir.passes.base import PassContext
+from gir.passes.builtin.exprs import refs, rename_refs
+from gir.passes.manager import PassManager
+from gir.passes.pipeline import DEFAULT_PIPELINE
 
 PIPELINES = ["canonicalize", "dce", "cse", "inline-elementwise", "inline-elementwise{max_uses=4}", DEFAULT_PIPELINE]
 

@@ -6,10 +6,10 @@ import numpy as np
 from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
-from passes.analysis.checks import check_kernel
-from passes.schedule import RowConfig, lower_func, plan_module
-from passes.schedule import rows as rows_mod
-from targets.sim import run_func
+from gir.passes.analysis.checks import check_kernel
+from gir.passes.schedule import RowConfig, lower_func, plan_module
+from gir.passes.schedule import rows as rows_mod
+from gir.targets.sim import run_func
 
 
 def _walk(stmts):

@@ -13,8 +13,8 @@ import pytest
 
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
-from passes.schedule import lower_func, plan_func
-from targets.sim import run_func
+from gir.passes.schedule import lower_func, plan_func
+from gir.targets.sim import run_func
 
 WARP = 32
 
@@ -104,7 +104,7 @@ def test_vec4_plan_has_scalar_cached_middle_path():
 def test_group_norm_two_column_dims_cached_and_guarded(run_sizes):
     """group_norm rows (CG, HW) are register-cached (by the row or the tile recipe); runs outside the hinted
     cache fall back correctly."""
-    from passes.schedule import RowConfig
+    from gir.passes.schedule import RowConfig
     func = parse_file("samples/group_norm.gir").funcs[0]
     hints = {"N": 4, "G": 4, "CG": 2, "HW": 1024}
     cfg = plan_func(func, "sim", {"sizes": hints}).groups[0].config

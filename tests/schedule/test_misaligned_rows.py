@@ -17,10 +17,10 @@ from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
-from passes.analysis.checks import check_kernel
-from passes.schedule import lower_func, plan_func
-from targets.bench.programs import program_text
-from targets.sim import run_func
+from gir.passes.analysis.checks import check_kernel
+from gir.passes.schedule import lower_func, plan_func
+from gir.targets.bench.programs import program_text
+from gir.targets.sim import run_func
 
 SECTOR = 32
 

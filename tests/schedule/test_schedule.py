@@ -10,7 +10,7 @@ from gir.errors import GirError
 from gir.parser import parse_file, parse_text
 from gir.printer import print_module
 from gir.verifier import verify_module
-from passes.schedule import lower_module, plan_module
+from gir.passes.schedule import lower_module, plan_module
 
 SAMPLES = sorted(glob.glob("samples/*.gir"))
 FUSED_ONE_KERNEL = ["softmax", "softmax_f16", "log_softmax", "layernorm", "layernorm_768", "rmsnorm",
@@ -69,7 +69,7 @@ def test_sixteen_byte_vectors_when_the_row_allows(name, dtype_vec):
 def test_vector_width_on_constant_misaligned_row_only_shifted_and_proved_aligned():
     """Rows of 1001 f32 start off a 16-byte boundary: vectors only with lanes shifted to the sector below the
     row start (passes/schedule/shift.py), and the alignment check proves every one aligned."""
-    from passes.analysis.checks import check_kernel
+    from gir.passes.analysis.checks import check_kernel
     src = parse_text("func f(x: f32[M, 1001]) -> (y: f32[M, 1001]) {\n  y[i, j] = x[i, j] * 2.0\n}\n")
     f = lower_module(src, "cuda", {"sizes": {"M": 64}}).funcs[0]
     cfg = plan_module(src, "cuda", {"sizes": {"M": 64}})[0].groups[0].config
@@ -104,10 +104,10 @@ def test_layernorm_uses_persistent_blocks_for_gamma_reuse():
 def test_transpose_uses_padded_shared_tile():
     """The transpose recipe is a point of the search: a 32x33 shared tile. (At these sizes the tile recipe's
     2-D lane sub-tiles - 2 lanes x 4 along the input's rows, 16 along its columns - move as few sectors and win.)"""
-    from passes.base import PassContext
-    from passes.machines import machine_for
-    from passes.manager import PassManager
-    from passes.middle.search import transpose
+    from gir.passes.base import PassContext
+    from gir.passes.machines import machine_for
+    from gir.passes.manager import PassManager
+    from gir.passes.middle.search import transpose
     g = PassManager("naive-lower,fuse").run(parse_file("samples/transpose2d.gir"), PassContext()).graphs()[0]
     (cand,) = transpose.candidates(g, g.stmts, machine_for("cuda"), {"M": 1024, "N": 1024})
     text = cand.emit("t").kernels[0]
@@ -130,9 +130,9 @@ def test_unknown_target_is_a_gir_error():
 
 
 def test_schedule_pass_turns_the_idfg_into_kernels():
-    from passes.base import PassContext, check_pass_class
-    from passes.manager import PassManager
-    from passes.middle.search.schedule import Schedule
+    from gir.passes.base import PassContext, check_pass_class
+    from gir.passes.manager import PassManager
+    from gir.passes.middle.search.schedule import Schedule
     check_pass_class(Schedule, "test")
     assert (Schedule.consumes, Schedule.produces) == ("idfg", "gir")
     ctx = PassContext()

@@ -8,8 +8,8 @@ import pytest
 
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
-from passes.schedule import lower_func
-from targets.sim import run_func
+from gir.passes.schedule import lower_func
+from gir.targets.sim import run_func
 
 SAMPLES = sorted(glob.glob("samples/*.gir"))
 

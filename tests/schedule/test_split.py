@@ -7,8 +7,8 @@ import pytest
 from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
-from passes.schedule import lower_func, plan_module
-from targets.sim import run_func
+from gir.passes.schedule import lower_func, plan_module
+from gir.targets.sim import run_func
 
 
 def _run(name, sizes, hints, seed):

@@ -24,9 +24,9 @@ import pytest
 
 from gir.evaluate import random_inputs
 from gir.parser import parse_file
-from passes.analysis.traffic import compulsory_bytes
-from passes.schedule import lower_func
-from targets.sim import run_func
+from gir.passes.analysis.traffic import compulsory_bytes
+from gir.passes.schedule import lower_func
+from gir.targets.sim import run_func
 
 SAMPLES = sorted(os.path.basename(p)[:-4] for p in glob.glob("samples/*.gir"))
 SIZES = {

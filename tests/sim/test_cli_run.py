@@ -2,7 +2,7 @@
 import pytest
 
 from gir.cli import main
-from targets.registry import TARGETS, get_target
+from gir.targets.registry import TARGETS, get_target
 from gir.errors import GirError
 from tests.sim.conftest import ROOT
 
@@ -37,7 +37,7 @@ def test_explicit_file_against_reference(tmp_path, capsys):
 
 
 def test_operator_file_is_lowered_and_checked(capsys):
-    pytest.importorskip("passes.schedule")
+    pytest.importorskip("gir.passes.schedule")
     assert main(["run", str(ROOT / "samples/softmax.gir"), "--sizes", "M=5,N=37"]) == 0
     out = capsys.readouterr().out
     assert "pass" in out and "compulsory" in out
@@ -58,7 +58,7 @@ def test_cuda_without_device_exits_1(capsys):
             pytest.skip("a CUDA device is present")
     except Exception:
         pass
-    pytest.importorskip("passes.schedule")
+    pytest.importorskip("gir.passes.schedule")
     assert main(["run", str(ROOT / "samples/softmax.gir"), "--sizes", "M=2,N=8", "--target", "cuda"]) == 1
     assert "no CUDA device available" in capsys.readouterr().err
 
@@ -66,7 +66,7 @@ def test_cuda_without_device_exits_1(capsys):
 def test_registry():
     assert get_target("sim").warp_size == 32 and get_target("hip").warp_size == 64
     assert TARGETS["mlu-sim"].family == "mlu"
-    from targets.sim import run_func
+    from gir.targets.sim import run_func
     assert get_target("sim").load_runner() is run_func
     with pytest.raises(GirError, match="known targets: sim, cuda, hip, mlu-sim"):
         get_target("nope")

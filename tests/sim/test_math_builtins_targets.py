@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import codegen  # noqa: F401  (before anything puts tests/ first on sys.path)
 import gir
 from gir.evaluate import evaluate
 from gir.parser import parse_text
@@ -77,10 +76,10 @@ def test_simulators(target, dtype, m, n):
 @pytest.mark.parametrize("m, n", SIZES)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cuda_emulator(dtype, m, n):
-    from targets.cuda_emu import available, run_func
+    from gir.targets.cuda_emu import available, run_func
     if not available():
         pytest.skip("g++ with C++20 and _Float16 not found")
-    from passes.schedule import lower_module
+    from gir.passes.schedule import lower_module
     sizes = {"M": m, "N": n}
     inp = inputs(dtype, m, n)
     explicit = lower_module(parse_text(program(dtype), "<mb>"), "cuda", {"sizes": sizes}).funcs[0]
@@ -93,7 +92,7 @@ def test_cuda_emulator(dtype, m, n):
 def test_mlu_other_schedules(mode):
     """Op-by-op kernels, and scalar kernels: the C scalar functions (sinf, rintf, ...) and, for the builtins the
     language has no scalar function for (softplus, silu, gelu, gelu_tanh), one vector op on a scratch unit."""
-    from targets.mlu.run import run_func
+    from gir.targets.mlu.run import run_func
     inp = inputs("f32", 7, 7)
     func = parse_text(program("f32"), "<mb>").funcs[0]
     res = run_func(func, {k: v.copy() for k, v in inp.items()}, mode=mode)
@@ -101,8 +100,8 @@ def test_mlu_other_schedules(mode):
 
 
 def test_mlu_emits_one_vector_op_per_builtin():
-    from codegen.mlu import emit_func
-    from passes.schedule_mlu import schedule_mlu
+    from gir.codegen.mlu import emit_func
+    from gir.passes.schedule_mlu import schedule_mlu
     func = parse_text(program("f32"), "<mb>").funcs[0]
     text = "".join(k.source for k in emit_func(schedule_mlu(func, {"M": 64, "N": 128})))
     for fn in UNARY:
@@ -112,7 +111,7 @@ def test_mlu_emits_one_vector_op_per_builtin():
 
 def test_mlu_clamp_into_its_own_upper_bound():
     """clamp(x, 0, h) into h: the max goes to a scratch tile, so h is read before it is overwritten."""
-    from codegen.mlu.vecops import CONST, FULL, Opd, VecEmitter
+    from gir.codegen.mlu.vecops import CONST, FULL, Opd, VecEmitter
     out: list[str] = []
     emitter = VecEmitter(out, lambda like, k=0: Opd(like.kind, f"scratch{k}", like.length, like.rows, like.pitch,
                                                     like.cols, like.prow))
@@ -122,7 +121,7 @@ def test_mlu_clamp_into_its_own_upper_bound():
 
 
 def test_mlu_workcount_classes():
-    from codegen.mlu.workcount import count_work
+    from gir.codegen.mlu.workcount import count_work
     func = parse_text("func f(x: f32[M, N]) -> (a: f32[M, N], b: f32[M, N], c: f32[M, N]) {\n"
                       "  a[i, j] = sin(x[i, j])\n  b[i, j] = floor(x[i, j])\n  c[i, j] = clamp(x[i, j], 0.0, 1.0)\n}\n",
                       "<w>").funcs[0]
@@ -130,9 +129,9 @@ def test_mlu_workcount_classes():
 
 
 def _sample_kernels(target):
-    from codegen import emit_module
+    from gir.codegen import emit_module
     from gir.cli.common import load_verified
-    from passes.schedule import lower_module
+    from gir.passes.schedule import lower_module
     module = load_verified(ROOT / "samples" / "activations.gir")
     return emit_module(lower_module(module, target=target), target)
 
@@ -140,7 +139,7 @@ def _sample_kernels(target):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_sample_compiles_with_nvcc(tmp_path):
     import subprocess
-    from codegen import combined_source
+    from gir.codegen import combined_source
     src = tmp_path / "activations.cu"
     src.write_text(combined_source(_sample_kernels("cuda")))
     proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src)],
@@ -152,8 +151,8 @@ def test_sample_compiles_with_nvcc(tmp_path):
 
 @pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc is not installed")
 def test_sample_compiles_with_hipcc():
-    from codegen import combined_source
-    from targets.hip import compile_source
+    from gir.codegen import combined_source
+    from gir.targets.hip import compile_source
     kernels = _sample_kernels("hip")
     res = compile_source(combined_source(kernels))
     assert set(res.kernels) == {k.name for k in kernels}

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gir.errors import GirError
-from targets.sim import run_func
+from gir.targets.sim import run_func
 from tests.sim.conftest import ROOT, load_kernel, parse_func
 
 from gir.parser import parse_file
@@ -313,7 +313,7 @@ def test_transpose_and_gather_cols_builtins():
     from pathlib import Path
 
     from gir import parse_file
-    from targets.sim import run_func
+    from gir.targets.sim import run_func
 
     func = parse_file(Path(__file__).parent / "kernels" / "transpose_gather_builtins.gir").funcs[0]
     rng = np.random.default_rng(7)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from passes.middle.search.decision import Decision
+from gir.passes.middle.search.decision import Decision
 
 TRAFFIC_GOAL = 1.05   # total global bytes / compulsory bytes we aim for
 TIME_SLACK = 1.6      # ... when the lean candidate's estimate is within this factor of the best

@@ -8,10 +8,10 @@ missed optimisation when it has to choose it.
 from __future__ import annotations
 
 from gir import ir
-from passes.middle.printer import KernelPrinter, standalone_kernel
-from passes.middle.search.candidate import Candidate, Emitted
-from passes.middle.search.decision import Decision
-from passes.middle.search.options import hint
+from gir.passes.middle.printer import KernelPrinter, standalone_kernel
+from gir.passes.middle.search.candidate import Candidate, Emitted
+from gir.passes.middle.search.decision import Decision
+from gir.passes.middle.search.options import hint
 
 
 def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
@@ -66,12 +66,12 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
 
 
 def _loads(s):
-    from passes.middle.naive import load_scopes
+    from gir.passes.middle.naive import load_scopes
     return load_scopes(s)
 
 
 def _vars(e) -> set[str]:
-    from passes.builtin.exprs import var_names
+    from gir.passes.builtin.exprs import var_names
     return var_names(e)
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import FuncInfo, StmtInfo
-from passes.middle.search.candidate import Candidate, Emitted
-from passes.middle.search.decision import Decision
-from passes.schedule import shift, split
-from passes.schedule.cost import search
-from passes.schedule.groups import Group, _fit, _refs_ok, partition
-from passes.schedule.rows import RowConfig, RowKernel, _Unsupported
+from gir.passes.middle.search.candidate import Candidate, Emitted
+from gir.passes.middle.search.decision import Decision
+from gir.passes.schedule import shift, split
+from gir.passes.schedule.cost import search
+from gir.passes.schedule.groups import Group, _fit, _refs_ok, partition
+from gir.passes.schedule.rows import RowConfig, RowKernel, _Unsupported
 
 
 def stmt_infos(g, stmts: list) -> list[StmtInfo]:
@@ -175,7 +175,7 @@ def _middle(rk: RowKernel, cfg: RowConfig, guards: list[str]) -> list[tuple[list
 
 def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:
     from gir.printer import format_expr
-    from passes.schedule.emit import dim_expr
+    from gir.passes.schedule.emit import dim_expr
     guards: list[str] = []
     if cfg.shift:
         return shift.guards(rk, cfg)

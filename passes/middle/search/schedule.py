@@ -16,13 +16,13 @@ from gir import ir
 from gir.errors import GirError
 from gir.parser import parse_text
 from gir.printer import format_type
-from passes.base import ModulePass, PassContext
-from passes.machines import machine_for
-from passes.middle.graph import FuncGraph
-from passes.middle.search import reference, rows, tiles, transpose
-from passes.middle.search.candidate import Candidate, rank
-from passes.middle.search.options import parse_hints
-from passes.middle.search.units import Unit, units_of
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.machines import machine_for
+from gir.passes.middle.graph import FuncGraph
+from gir.passes.middle.search import reference, rows, tiles, transpose
+from gir.passes.middle.search.candidate import Candidate, rank
+from gir.passes.middle.search.options import parse_hints
+from gir.passes.middle.search.units import Unit, units_of
 
 GPU_TARGETS = ("cuda", "hip", "sim")
 REFERENCE_PENALTY = 100.0
@@ -169,7 +169,7 @@ def _scalar(c: _Choice) -> bool:
 
 def _pick_variant(scored):
     """The variant with the best estimate, preferring one within the traffic goal (candidate.rank's rule)."""
-    from passes.middle.search.candidate import TIME_SLACK, TRAFFIC_GOAL
+    from gir.passes.middle.search.candidate import TIME_SLACK, TRAFFIC_GOAL
     if len(scored) == 1:
         return scored[0][0]
     scored.sort(key=lambda x: x[1])
@@ -214,7 +214,7 @@ _CHECKED: dict[tuple[str, str, str], list] = {}
 
 def _check(out: ir.Func, owners: dict, choices: list[_Choice], target: str, g: FuncGraph) -> bool:
     """Check every kernel (cached by text); reject failing candidates. Returns whether anything was rejected."""
-    from passes.analysis.checks import check_kernel
+    from gir.passes.analysis.checks import check_kernel
     ctarget = "hip" if target == "hip" else "cuda"
     failed = False
     bad: dict[int, list] = {}
@@ -238,7 +238,7 @@ def _bounds_error(unit: Unit, messages: list[str]) -> GirError:
     (e.g. `x[i, N - j]`); point at the first source access of the tensor the check names."""
     import re
 
-    from passes.builtin.exprs import refs
+    from gir.passes.builtin.exprs import refs
     first = next(m for m in messages if m.startswith("[bounds]"))
     named = re.search(r"of '(\w+)'", first)
     loc = unit.stmts[0].loc
@@ -279,5 +279,5 @@ def _why_not(g: FuncGraph, unit: Unit, grp) -> list[str]:
     whole = Unit([g.stmts[s] for s in grp.stmts], grp)
     if not whole.all_forwarded(g):
         return ["values of the group are read back from @global inside it (run forward-stores and promote)"]
-    from passes.middle.search.tiles import why_not
+    from gir.passes.middle.search.tiles import why_not
     return [why_not(g, whole)]

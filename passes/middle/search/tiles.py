@@ -8,11 +8,11 @@ by one thread (RoPE's pairs), and cross-team reductions (partials per persistent
 """
 from __future__ import annotations
 
-from passes.middle.search.candidate import Candidate, Emitted
-from passes.middle.search.decision import Decision
-from passes.schedule.tiles import TileKernel
-from passes.schedule.tiles_cost import candidates as tile_candidates
-from passes.schedule.tiles_plan import TileAnalysis, Unsupported
+from gir.passes.middle.search.candidate import Candidate, Emitted
+from gir.passes.middle.search.decision import Decision
+from gir.passes.schedule.tiles import TileKernel
+from gir.passes.schedule.tiles_cost import candidates as tile_candidates
+from gir.passes.schedule.tiles_plan import TileAnalysis, Unsupported
 
 
 def analysis(g, unit) -> TileAnalysis:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from gir.shapes import FuncInfo
-from passes.middle.search.candidate import Candidate, Emitted
-from passes.middle.search.decision import Decision
-from passes.middle.search.options import hint
-from passes.middle.search.rows import stmt_infos
+from gir.passes.middle.search.candidate import Candidate, Emitted
+from gir.passes.middle.search.decision import Decision
+from gir.passes.middle.search.options import hint
+from gir.passes.middle.search.rows import stmt_infos
 from gir import ir
-from passes.schedule.groups import Group
-from passes.schedule.transpose import ROWS, TILE, TransposeKernel
+from gir.passes.schedule.groups import Group
+from gir.passes.schedule.transpose import ROWS, TILE, TransposeKernel
 
 
 def permuted_source(st) -> ir.Ref | None:
     """The one tensor an element-wise statement reads, when it is read at a permutation of the output indices
     whose innermost index is not the output's innermost one (a transpose, possibly with arithmetic)."""
-    from passes.builtin.exprs import refs, value_vars_of
+    from gir.passes.builtin.exprs import refs, value_vars_of
     rs = refs(st.stmt.value)
     if not rs or st.reduce_vars or any(r != rs[0] for r in rs) or value_vars_of(st.stmt.value):
         return None

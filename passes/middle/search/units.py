@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gir import ir
-from passes.builtin.exprs import map_expr
-from passes.middle.graph import FuncGraph, Group, Stmt
-from passes.middle.search.options import hint
+from gir.passes.builtin.exprs import map_expr
+from gir.passes.middle.graph import FuncGraph, Group, Stmt
+from gir.passes.middle.search.options import hint
 
 
 @dataclass
@@ -115,5 +115,5 @@ def inline_recomputed(g: FuncGraph, grp: Group, st: Stmt, need_store: set[str]) 
 
 
 def _refs(e):
-    from passes.builtin.exprs import refs
+    from gir.passes.builtin.exprs import refs
     return refs(e)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
-from passes.base import ModulePass, PassContext
-from passes.builtin.exprs import KIND_FLOAT, expr_kind, map_expr, map_operator_funcs, tensor_types
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.builtin.exprs import KIND_FLOAT, expr_kind, map_expr, map_operator_funcs, tensor_types
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir_plugin_example.strength_reduce import StrengthReduce
-from passes.base import GraphPass, PassContext
-from passes.builtin.exprs import map_expr
+from gir.passes.base import GraphPass, PassContext
+from gir.passes.builtin.exprs import map_expr
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The search over memory-access patterns: decision records, recipes, cost models, the `schedule` pass."""
