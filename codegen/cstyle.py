@@ -22,9 +22,13 @@ static __device__ __forceinline__ auto gir_mod(A a, B b) -> decltype(a % b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 template <typename A, typename B>
-static __device__ __forceinline__ auto gir_min(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
+static __device__ __forceinline__ auto gir_min(A a, B b) -> decltype(a + b) {  // a NaN operand gives NaN
+  return (b < a || b != b) ? b : a;                   // (numpy.minimum / np.min, ONNX Min); not fminf
+}
 template <typename A, typename B>
-static __device__ __forceinline__ auto gir_max(A a, B b) -> decltype(a + b) { return a < b ? b : a; }
+static __device__ __forceinline__ auto gir_max(A a, B b) -> decltype(a + b) {  // a NaN operand gives NaN
+  return (a < b || b != b) ? b : a;                   // (numpy.maximum / np.max, ONNX Max); not fmaxf
+}
 template <typename A, typename B, typename C>
 static __device__ __forceinline__ auto gir_clamp(A a, B b, C c) -> decltype(a + b + c) {
   decltype(a + b + c) x = a, lo = b, hi = c;   // min(max(x, lo), hi); a NaN operand gives NaN (numpy.clip)
@@ -38,6 +42,13 @@ static __device__ __forceinline__ float gir_gelu(float x) { return 0.5f * x * er
 static __device__ __forceinline__ float gir_gelu_tanh(float x) {  // 0.5x(1 + tanh(u)) = x / (1 + exp(-2u))
   float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
   return x / (1.0f + expf(-2.0f * u));
+}
+static __device__ __forceinline__ double gir_softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
+static __device__ __forceinline__ double gir_silu(double x) { return x / (1.0 + exp(-x)); }
+static __device__ __forceinline__ double gir_gelu(double x) { return 0.5 * x * erfc(-0.70710678118654752 * x); }
+static __device__ __forceinline__ double gir_gelu_tanh(double x) {
+  double u = 0.79788456080286536 * (x + 0.044715 * x * x * x);
+  return x / (1.0 + exp(-2.0 * u));
 }
 """
 
@@ -79,11 +90,14 @@ class CStylePrinter:
     def ctype(self, t: str) -> str:
         if t == "index":
             return self.index_ctype
-        return {"float": "float", "int": "int", "i64": "long long", "bool": "bool"}.get(t) or self.dtypes[t]
+        return {"float": "float", "double": "double", "int": "int", "i64": "long long", "bool": "bool"}.get(t) \
+            or self.dtypes[t]
 
     def vtype(self, dtype: str, nbytes: int) -> str:
         if dtype == "f32":
             return {4: "float", 8: "float2", 16: "float4"}[nbytes]
+        if dtype == "f64":
+            return {8: "double", 16: "double2"}[nbytes]
         return {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}[nbytes]
 
     # ------------------------------------------------------------ statements
@@ -162,16 +176,16 @@ class CStylePrinter:
     def literal(self, e: C.Num) -> tuple[str, int]:
         if e.kind == "b":
             return ("true" if e.value else "false"), _ATOM
-        if e.kind == "f":
-            v = float(e.value)
+        if e.kind in ("f", "d"):   # float literals carry an f suffix, double ones none
+            v, suffix = float(e.value), "f" if e.kind == "f" else ""
             if math.isnan(v):
-                return '__builtin_nanf("")', _ATOM
+                return f'__builtin_nan{suffix}("")', _ATOM
             if math.isinf(v):
-                return ("" if v > 0 else "-") + "__builtin_huge_valf()", _ATOM if v > 0 else _UNARY
+                return ("" if v > 0 else "-") + f"__builtin_huge_val{suffix}()", _ATOM if v > 0 else _UNARY
             text = repr(v)
             if "e" not in text and "." not in text:
                 text += ".0"
-            return text + "f", _UNARY if v < 0 else _ATOM
+            return text + suffix, _UNARY if v < 0 else _ATOM
         v = int(e.value)
         text = str(v) + ("LL" if abs(v) > 2**31 - 1 else "")
         return text, _UNARY if v < 0 else _ATOM

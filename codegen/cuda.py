@@ -8,7 +8,7 @@ class CudaPrinter(CStylePrinter):
     name = "cuda"
     warp_size = 32
     extension = ".cu"
-    dtypes = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "i64": "long long",
+    dtypes = {"f32": "float", "f64": "double", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "i64": "long long",
               "bool": "bool"}
     spell = {
         "include": "",

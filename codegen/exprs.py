@@ -4,7 +4,8 @@
 `Compute` lowers the value of a compute instruction at one element of its target tile: operands
 are read with numpy broadcasting, 16-bit floats are widened to f32, and tile reductions are
 unrolled into accumulation chains that are computed once per result element (hoisted into temps).
-Kinds of values: "f" (float), "i" (int), "l" (64-bit int), "b" (bool).
+Kinds of values: "f" (float), "d" (double: f64 values and what they take part in), "i" (int), "l" (64-bit int),
+"b" (bool).
 """
 from __future__ import annotations
 
@@ -129,7 +130,7 @@ def map_index(shape: tuple[int, ...], ctx: tuple[int, ...], idx: tuple[int, ...]
 
 
 def _kind_rank(k: str) -> int:
-    return "bilf".index(k)
+    return "bilfd".index(k)
 
 
 def promote(*kinds: str) -> str:
@@ -142,12 +143,12 @@ def convert(x: C.CExpr, kind: str, to: str) -> C.CExpr:
         return x
     if to == "b":
         return C.Bin("!=", x, C.Num(0.0, "f") if kind == "f" else C.Num(0))
-    if isinstance(x, C.Num) and kind in "il" and to == "f":
-        return C.Num(float(x.value), "f")
-    return C.Cast({"f": "float", "i": "int", "l": "i64"}[to], x)
+    if isinstance(x, C.Num) and kind in "ilfd" and to in "fd":   # a literal keeps its full value in double
+        return C.Num(float(x.value), to)
+    return C.Cast({"f": "float", "d": "double", "i": "int", "l": "i64"}[to], x)
 
 
-DTYPE_KIND = {"f32": "f", "f16": "f", "bf16": "f", "i32": "i", "i64": "l", "bool": "b"}
+DTYPE_KIND = {"f32": "f", "f64": "d", "f16": "f", "bf16": "f", "i32": "i", "i64": "l", "bool": "b"}
 
 
 def read_elem(dtype: str, ref: C.CExpr) -> tuple[C.CExpr, str]:
@@ -173,6 +174,8 @@ _UNARY_F = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "t
             "sin": "sinf", "cos": "cosf", "log1p": "log1pf", "expm1": "expm1f", "floor": "floorf", "ceil": "ceilf",
             "round": "rintf", "softplus": "gir_softplus", "silu": "gir_silu", "gelu": "gir_gelu",
             "gelu_tanh": "gir_gelu_tanh"}
+# the double spellings: the C math library's names without the f suffix; gir_* helpers are overloaded
+_UNARY_D = {k: v if v.startswith("gir_") else v[:-1] for k, v in _UNARY_F.items()}
 _REDUCE_INIT = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "min"}
 
 
@@ -184,8 +187,8 @@ def combine(op: str, a: C.CExpr, ka: str, b: C.CExpr, kb: str) -> tuple[C.CExpr,
         return C.Bin("+", a, b), k
     if op in ("prod", "*"):
         return C.Bin("*", a, b), k
-    fn = ("fmaxf" if op == "max" else "fminf") if k == "f" else "gir_" + op
-    return C.Call(fn, (a, b)), k
+    # gir_max / gir_min (codegen/cstyle.HELPERS) propagate NaN as the evaluator (numpy) does; fmaxf would drop it
+    return C.Call("gir_max" if op == "max" else "gir_min", (a, b)), k
 
 
 class Compute:
@@ -243,15 +246,16 @@ class Compute:
             return C.Bin("&&" if e.op == "and" else "||", convert(a, ka, "b"), convert(b, kb, "b")), "b"
         k = promote(ka, kb, "i")
         if e.op == "/":
-            k = "f"
+            k = promote(k, "f")
         a, b = convert(a, ka, k), convert(b, kb, k)
         if e.op in _CMP:
             return C.Bin(e.op, a, b), "b"
+        floor = "floor" if k == "d" else "floorf"
         if e.op == "//":
-            return (C.Call("floorf", (C.Bin("/", a, b),)), k) if k == "f" else (C.Call("gir_floordiv", (a, b)), k)
+            return (C.Call(floor, (C.Bin("/", a, b),)), k) if k in "fd" else (C.Call("gir_floordiv", (a, b)), k)
         if e.op == "%":
-            if k == "f":
-                return C.Bin("-", a, C.Bin("*", C.Call("floorf", (C.Bin("/", a, b),)), b)), k
+            if k in "fd":
+                return C.Bin("-", a, C.Bin("*", C.Call(floor, (C.Bin("/", a, b),)), b)), k
             return C.Call("gir_mod", (a, b)), k
         return C.Bin(e.op, a, b), k
 
@@ -275,7 +279,8 @@ class Compute:
             k = promote(*(kx for _, kx in args), "i")
             return C.Call("gir_clamp", tuple(convert(x, kx, k) for x, kx in args)), k
         if fn == "pow":
-            return C.Call("powf", (convert(*args[0], "f"), convert(*args[1], "f"))), "f"
+            k = promote(args[0][1], args[1][1], "f")
+            return C.Call("pow" if k == "d" else "powf", (convert(*args[0], k), convert(*args[1], k))), k
         if fn == "cdiv":
             (a, ka), (b, kb) = args
             k = promote(ka, kb, "i")
@@ -285,14 +290,18 @@ class Compute:
         if fn == "neg":
             return C.Un("-", x), k
         if fn == "abs":
-            return (C.Call("fabsf", (x,)), "f") if k == "f" else (C.Call("llabs" if k == "l" else "abs", (x,)), k)
-        x = convert(x, k, "f")
+            if k in "fd":
+                return C.Call("fabs" if k == "d" else "fabsf", (x,)), k
+            return C.Call("llabs" if k == "l" else "abs", (x,)), k
+        kf = promote(k, "f")   # float functions compute in f32, or in f64 for a double operand
+        x = convert(x, k, kf)
         if fn == "recip":
-            return C.Intrinsic("recip", (x,)), "f"
+            return (C.Intrinsic("recip", (x,)) if kf == "f" else C.Bin("/", C.Num(1.0, "d"), x)), kf
         if fn == "sigmoid":
-            return C.Bin("/", C.Num(1.0, "f"), C.Bin("+", C.Num(1.0, "f"), C.Call("expf", (C.Un("-", x),)))), "f"
+            exp = "exp" if kf == "d" else "expf"
+            return C.Bin("/", C.Num(1.0, kf), C.Bin("+", C.Num(1.0, kf), C.Call(exp, (C.Un("-", x),)))), kf
         if fn in _UNARY_F:
-            return C.Call(_UNARY_F[fn], (x,)), "f"
+            return C.Call((_UNARY_D if kf == "d" else _UNARY_F)[fn], (x,)), kf
         raise GirError(f"function '{fn}' is not supported by the GPU code generator", e.loc)
 
     def reduce(self, e: ir.Reduce, idx, ctx) -> tuple[C.CExpr, str]:
@@ -314,8 +323,9 @@ class Compute:
             acc, kacc = (v, kv) if acc is None else combine(_REDUCE_INIT[e.op], acc, kacc, v, kv)
         if e.op == "mean":
             count = math.prod(inner[a] for a in axes)
-            acc, kacc = C.Bin("/", convert(acc, kacc, "f"), C.Num(float(count), "f")), "f"
+            kmean = promote(kacc, "f")
+            acc, kacc = C.Bin("/", convert(acc, kacc, kmean), C.Num(float(count), kmean)), kmean
         name = self.lw.fresh("r")
-        self.pre.append(C.Decl({"f": "float", "i": "int", "l": "i64"}[kacc], name, acc))
+        self.pre.append(C.Decl({"f": "float", "d": "double", "i": "int", "l": "i64"}[kacc], name, acc))
         self.memo[key] = (C.Id(name), kacc)
         return self.memo[key]

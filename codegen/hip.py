@@ -9,7 +9,7 @@ class HipPrinter(CStylePrinter):
     name = "hip"
     warp_size = 64
     extension = ".hip"
-    dtypes = {"f32": "float", "f16": "__half", "bf16": "hip_bfloat16", "i32": "int", "i64": "long long",
+    dtypes = {"f32": "float", "f64": "double", "f16": "__half", "bf16": "hip_bfloat16", "i32": "int", "i64": "long long",
               "bool": "bool"}
     spell = {
         "include": "#include <hip/hip_runtime.h>",

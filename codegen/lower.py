@@ -302,7 +302,7 @@ class KernelLowerer:
         terms = [t for r in masked for t in r.in_bounds(d if r is dst else e)]
         orelse = ()
         if other is not None:
-            kind = "f" if isinstance(other, float) else "i"
+            kind = ("d" if dtype == "f64" else "f") if isinstance(other, float) else "i"
             orelse = (C.Assign(lhs, write_elem(dtype, C.Num(other, kind), kind)),)
         return C.If(conj(terms), (copy,), orelse)
 
@@ -350,7 +350,7 @@ class KernelLowerer:
         for idx, (v, k) in zip(elems, values):
             if staged:
                 tmp = self.fresh("t")
-                pre.append(C.Decl({"f": "float", "i": "int", "l": "i64", "b": "bool"}[k], tmp, v))
+                pre.append(C.Decl({"f": "float", "d": "double", "i": "int", "l": "i64", "b": "bool"}[k], tmp, v))
                 v = C.Id(tmp)
             writes.append(C.Assign(C.Index(tr.buf.cname, tr.offset(idx)), write_elem(tr.buf.dtype, v, k)))
         return [C.Block(tuple(pre + writes))] if pre else writes
@@ -379,7 +379,7 @@ class KernelLowerer:
             v, k = read_elem(reg.buf.dtype, ref)
             k = "i" if k == "b" else k
             acc = self.fresh("a")
-            body: list[C.CStmt] = [C.Decl({"f": "float", "i": "int", "l": "i64"}[k], acc, v)]
+            body: list[C.CStmt] = [C.Decl({"f": "float", "d": "double", "i": "int", "l": "i64"}[k], acc, v)]
             off = width // 2
             while off >= 1:
                 other = C.Intrinsic("shfl_xor", (C.Id(acc), C.Num(off), C.Num(width), C.Num(mask)))

@@ -87,6 +87,58 @@ def is_quasi_affine(e: ir.Expr) -> bool:
     return False
 
 
+def index_form_error(e: ir.Expr, sizes: set[str]) -> tuple[str, object] | None:
+    """Why an operator-layer index is not quasi-affine (message, location), or None when it is: affine in index
+    variables and sizes, with `//` and `%` by positive integer constants. A division by a size (`d // N`) is
+    refused: isl represents floor division only by constants, so bounds, races and traffic could not be exact."""
+    if to_affine(e) is not None:
+        return None
+    if isinstance(e, ir.BinOp) and e.op in ("//", "%"):
+        if isinstance(e.rhs, ir.Var) and e.rhs.name in sizes:
+            return (f"'{e.op}' by the size {e.rhs.name} is not quasi-affine: an index may divide only by a positive "
+                    "integer constant", e.loc)
+        if not _is_pos_int(e.rhs):
+            return f"'{e.op}' in an index needs a positive integer constant on its right", e.loc
+        return index_form_error(e.lhs, sizes)
+    if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
+        return index_form_error(e.lhs, sizes) or index_form_error(e.rhs, sizes)
+    if isinstance(e, ir.BinOp) and e.op == "*" and (_is_int(e.lhs) or _is_int(e.rhs)):
+        return index_form_error(e.rhs if _is_int(e.lhs) else e.lhs, sizes)
+    if isinstance(e, ir.UnOp) and e.op == "-":
+        return index_form_error(e.operand, sizes)
+    if isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2:
+        return index_form_error(e.args[0], sizes) or index_form_error(e.args[1], sizes)
+    return "an index must be an affine expression of index variables and sizes (with // and % by constants)", \
+        getattr(e, "loc", None)
+
+
+def guarded_refs(e: ir.Expr, guards: tuple = ()) -> list[tuple[ir.Ref, tuple]]:
+    """Every tensor reference of `e` (not those inside indices) with the guards it is read under: a tuple of
+    (condition, holds) pairs, one per enclosing `select` branch (`holds` False in the else branch)."""
+    if isinstance(e, ir.Ref):
+        return [(e, guards)]
+    if isinstance(e, ir.Call) and e.fn == "select" and len(e.args) == 3:
+        c, a, b = e.args
+        return guarded_refs(c, guards) + guarded_refs(a, guards + ((c, True),)) \
+            + guarded_refs(b, guards + ((c, False),))
+    out: list = []
+    for child in _children(e):
+        out += guarded_refs(child, guards)
+    return out
+
+
+def _children(e) -> tuple:
+    if isinstance(e, ir.BinOp):
+        return (e.lhs, e.rhs)
+    if isinstance(e, ir.UnOp):
+        return (e.operand,)
+    if isinstance(e, ir.Call):
+        return tuple(e.args)
+    if isinstance(e, ir.Reduce):
+        return (e.arg,)
+    return ()
+
+
 def _is_int(e: ir.Expr) -> bool:
     return isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool)
 

@@ -11,7 +11,7 @@ runs it on the target: numpy arrays on `sim` and `mlu-sim`; on `cuda`, any DLPac
 viewed in place, results allocated on the same device or written into `out=`. docs/api.md is the manual.
 
 The compilation is the pipeline of `gir run`/`gir compile`: the default pass pipeline of passes.middle for
-the GPU targets (sim, cuda), then codegen.emit_module for cuda; passes.schedule_mlu for mlu-sim.
+every target (sim, cuda, mlu-sim: `gir passes --default --target T`), then codegen.emit_module for cuda.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError
+from gir.views import outer_type, user_sizes
 
 RUNNABLE = ("sim", "cuda", "mlu-sim")
 
@@ -41,6 +42,8 @@ class Program:
     remarks: list[dict] = field(default_factory=list)  # {"kind": passed|missed|analysis, "text": formatted}
     from_cache: bool = False                # loaded from the on-disk cache rather than compiled
     key: str | None = None                  # its cache key (None with cache=False)
+    empty: object = None                    # a binding with zero-size dimensions: (gir.empty.Empty, the Kernel of
+    #                                         what remains or None); `explicit` is then None
 
 
 def compile(source_or_path, target: str = "sim", sizes: dict[str, int] | None = None, func: str | None = None, *,
@@ -120,7 +123,10 @@ class Kernel:
 
     @property
     def size_names(self) -> tuple[str, ...]:
-        return self.func.size_symbols()
+        """The sizes a binding gives (a reshape view's derived sizes, gir/views.py, are computed from them)."""
+        from gir.views import user_sizes
+
+        return user_sizes(self.func)
 
     def __repr__(self) -> str:
         sig = lambda ps: ", ".join(f"{p.name}: {_type_text(p.type)}" for p in ps)  # noqa: E731
@@ -130,13 +136,20 @@ class Kernel:
 
     def compile_for(self, sizes: dict[str, int]) -> Program:
         """The program for a complete size binding (compiled, or loaded from the cache, once per binding)."""
-        sizes = {**self.sizes, **_check_sizes(sizes, self.func, self.filename)}
+        from gir.views import complete_sizes, derived_sizes
+
+        derived = derived_sizes(self.func)  # a reshape view's sizes, computed (and checked) from the others
+        given = {k: v for k, v in sizes.items() if k not in derived}
+        sizes = {**self.sizes, **_check_sizes(given, self.func, self.filename)}
         missing = [s for s in self.size_names if s not in sizes]
         if missing:
             raise GirError(f"'{self.name}': size {', '.join(repr(s) for s in missing)} is bound by no argument's "
                            f"shape; give it to gir.compile, e.g. sizes={{{missing[0]!r}: 1024}}", self.func.loc)
-        binding = tuple(sorted((s, sizes[s]) for s in self.size_names))
+        complete_sizes(self.func, sizes)
+        binding = tuple(sorted((s, sizes[s]) for s in self.size_names + tuple(derived)))
         program = self.programs.get(binding)
+        if program is None and _has_empty(self.func, dict(binding)):
+            program = self.programs[binding] = self._empty_program(dict(binding))
         if program is None:
             program = self.programs[binding] = _program(self, dict(binding))
             for r in program.remarks:
@@ -157,8 +170,25 @@ class Kernel:
         sizes = bind_arguments(self.func, arrays, self.sizes)
         outs = self._outs(out, runtime, sizes)
         program = self.compile_for(sizes)
-        results = runtime.run(self, program, values, arrays, outs, sizes)
+        from gir.views import outer_shape, to_view
+
+        arrays = to_view(self.func, arrays, sizes)  # reshape views: the same bytes, seen in the body's shape
+        if program.empty is not None:
+            results = self._run_empty(program, runtime, values, arrays, outs, sizes)
+        else:
+            results = runtime.run(self, program, values, arrays, outs, sizes)
+        if outs is None:
+            results = [r if p.view is None else r.reshape(outer_shape(p, sizes))
+                       for p, r in zip(self.func.results, results)]
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _empty_program(self, sizes: dict[str, int]) -> Program:
+        from gir.empty import empty_program
+        return empty_program(self, sizes)
+
+    def _run_empty(self, program: Program, runtime, values: dict, arrays: dict, outs, sizes) -> list:
+        from gir.empty import run_empty
+        return run_empty(self, program, runtime, values, arrays, outs, sizes)
 
     def _arguments(self, args: tuple, kwargs: dict) -> dict:
         params = self.params
@@ -189,7 +219,7 @@ class Kernel:
         for p, o in zip(self.func.results, outs):
             what = f"out '{p.name}'"
             arr = runtime.convert(what, o)
-            check_array(what, p.type, arr, sizes)
+            check_array(what, outer_type(p), arr, sizes)
             checked.append((o, arr))
         return checked
 
@@ -206,15 +236,19 @@ class Kernel:
 def bind_arguments(func: ir.Func, arrays: dict, fixed: dict[str, int]) -> dict[str, int]:
     """Bind the symbolic sizes from the arguments' shapes (in parameter order; `fixed` first), then check every
     argument's shape and dtype against its declared type at that binding. GirError naming the argument."""
+    from gir.views import complete_sizes
+
     sizes = dict(fixed)
     for p in func.params:
         shape = tuple(arrays[p.name].shape)
-        if len(shape) == p.type.rank:
-            for d, n in zip(p.type.shape, shape):
-                if isinstance(d, str) and d not in sizes and n >= 1:
+        declared = outer_type(p)  # a reshape view's argument comes in its declared shape
+        if len(shape) == declared.rank:
+            for d, n in zip(declared.shape, shape):
+                if isinstance(d, str) and d not in sizes and n >= 0:
                     sizes[d] = int(n)
+    complete_sizes(func, sizes)
     for p in func.params:
-        check_array(f"argument '{p.name}'", p.type, arrays[p.name], sizes)
+        check_array(f"argument '{p.name}'", outer_type(p), arrays[p.name], sizes)
     return sizes
 
 
@@ -227,10 +261,14 @@ def check_array(what: str, ttype: ir.TensorType, array, sizes: dict[str, int]) -
     if dtype != ttype.dtype.numpy or shape != want:
         got = f"{dtype.name}[{', '.join(map(str, shape))}]"
         notes = []
-        if any(n == 0 for n in shape):
-            notes.append("empty tensors are not supported: every extent must be at least 1")
         raise GirError(f"{what}: expected {ttype.dtype.value}[{', '.join(map(str, want))}], got {got}",
                        None, notes)
+
+
+def _has_empty(func: ir.Func, sizes: dict[str, int]) -> bool:
+    from gir.empty import has_empty
+
+    return not func.is_explicit and has_empty(func, sizes)
 
 
 def _type_text(t: ir.TensorType) -> str:
@@ -270,7 +308,7 @@ class _HostRuntime:
         if outs is None:
             return results
         for (given, arr), r in zip(outs, results):
-            np.copyto(arr, r)
+            np.copyto(arr, r.reshape(arr.shape))  # a reshape view's result: the same elements
         return [given for given, _ in outs]
 
 
@@ -307,7 +345,7 @@ class _DeviceRuntime:
                 on_host = self.from_host.get(f"out '{p.name}'", False)
                 if arr is not None and dev.is_contiguous(arr) and not on_host and \
                         not any(dev.overlaps(arr, a) for a in arrays.values()):
-                    buffers[p.name] = arr
+                    buffers[p.name] = arr.reshape(shape_of(p.type, sizes))  # a view of a contiguous array
                     continue
                 buffers[p.name] = dev.empty(shape_of(p.type, sizes), p.type.dtype.numpy)
                 if arr is not None:
@@ -317,7 +355,7 @@ class _DeviceRuntime:
                 if on_host:
                     dev.to_host(result, dest)
                 else:
-                    dest[...] = result
+                    dest[...] = result.reshape(dest.shape)
         if outs is not None:
             return [given for given, _ in outs]
         like = next(iter(values.values()), None)
@@ -364,17 +402,18 @@ def _load(text: str, filename: str) -> ir.Module:
 
 
 def _check_sizes(sizes, func: ir.Func, filename: str) -> dict[str, int]:
-    """A copy of `sizes`, each an int from 1 to 2^62 naming a size `func` uses."""
+    """A copy of `sizes`, each an int from 0 (an empty dimension, gir/empty.py) to 2^62 naming a size `func`
+    uses."""
     from gir.limits import MAX_SIZE
 
     out: dict[str, int] = {}
-    known = set(func.size_symbols())
+    known = set(user_sizes(func))
     for k, v in dict(sizes or {}).items():
         if k not in known:
             raise GirError(f"sizes binds '{k}', which '{func.name}' in {filename} does not use (its sizes: "
                            f"{', '.join(sorted(known)) or 'none: every shape is a literal'})")
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= int(v) <= MAX_SIZE:
-            raise GirError(f"size {k}={v!r} must be an integer from 1 to 2^62")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) <= MAX_SIZE:
+            raise GirError(f"size {k}={v!r} must be an integer from 0 to 2^62")
         out[k] = int(v)
     if out:
         from gir.limits import check_tensor_sizes
@@ -431,15 +470,11 @@ def _compile_program(kernel: Kernel, sizes: dict[str, int]) -> Program:
                                   kernel.options.get("index_type", "auto")):
                 remarks.append({"kind": "missed", "text": w.format()})
         explicit = func
-    elif kernel.target == "mlu-sim":
-        from gir.passes.schedule_mlu import schedule_mlu
-
-        explicit = schedule_mlu(func, sizes)
-    else:
+    else:   # every target: its default pipeline (`gir passes --default --target T`)
         from gir.passes.manager import as_module
         from gir.passes.middle import run_default
 
-        opts = {"sizes": sizes, "machine": kernel.options["machine"], "check": kernel.options["check"]}
+        opts = {"sizes": sizes, "machine": kernel.options["machine"] or "", "check": kernel.options["check"]}
         state, ctx = run_default(ir.Module((func,)), kernel.target, opts)
         explicit = as_module(state).func(func.name)
         remarks = [{"kind": r.kind, "text": r.format()} for r in ctx.remarks]

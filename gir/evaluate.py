@@ -16,7 +16,9 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError, UsageError
+from gir.scan import SCANS, ScanParts, evaluate_scan
 from gir.shapes import FuncInfo, StmtInfo, func_info
+from gir.views import bind_outer, complete_sizes, outer_type, param_sizes, to_outer, to_view
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
@@ -69,14 +71,15 @@ def bind_sizes(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, in
         if len(shape) != p.type.rank:
             raise GirError(f"input '{p.name}' has rank {len(shape)}, expected {p.type.rank}", p.loc)
         for d, n in zip(p.type.shape, shape):
-            if n < 1:
-                raise GirError(f"input '{p.name}' has an empty dimension (shape {list(shape)}); "
-                               f"extents must be at least 1", p.loc)
             if isinstance(d, int):
                 if d != n:
                     raise GirError(f"input '{p.name}' has extent {n} where {d} is declared", p.loc)
             elif bound.setdefault(d, n) != n:
                 raise GirError(f"size {d} is {bound[d]} but input '{p.name}' gives {n}", p.loc)
+    complete_sizes(func, bound)  # derived sizes of reshape views (gir/views.py), divisions checked exact
+    from gir.passes.analysis.index_bounds import check_sizes  # quasi-affine / guarded indices at these sizes
+
+    check_sizes(func, bound)
     return bound
 
 
@@ -92,7 +95,7 @@ def evaluate(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     info = func_info(func)
     ev = _Evaluator(info, inputs, sizes, np.dtype(compute_dtype))
     try:
-        return ev.run()
+        return to_outer(func, ev.run(), ev.sizes)  # results of reshape views in their declared shape
     except MemoryError:
         raise GirError(f"out of memory evaluating '{func.name}' at sizes "
                        f"{', '.join(f'{k}={v}' for k, v in ev.sizes.items())}", func.loc,
@@ -113,7 +116,7 @@ def _human(n: int) -> str:
 def check_footprint(func: ir.Func, sizes: dict[str, int], limit: int = MAX_DATA_BYTES) -> None:
     """GirError (at the largest tensor's declaration) if the tensors of `func` at `sizes` need more than
     `limit` bytes: huge --sizes must give a clear message, not a MemoryError."""
-    decls = [(p.name, p.type, p.loc) for p in func.params + func.results]
+    decls = [(p.name, outer_type(p), p.loc) for p in func.params + func.results]
     decls += [(a.name, a.type, a.loc) for a in func.body if isinstance(a, ir.Alloc)]
     total, biggest = 0, None
     for name, ttype, loc in decls:
@@ -170,7 +173,7 @@ def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator
     ranges = domain_ranges(func) if ranges is None else ranges
     out = {}
     for p in func.params:
-        missing = [d for d in p.type.shape if isinstance(d, str) and d not in sizes]
+        missing = [d for d in param_sizes(p) if d not in sizes]
         if missing and p.name not in given:
             raise UsageError(f"size {missing[0]} of input '{p.name}' is not given (use --sizes "
                            f"{missing[0]}=...)")  # a command-line problem: one line, no source excerpt
@@ -179,7 +182,7 @@ def random_inputs(func: ir.Func, sizes: dict[str, int], rng: np.random.Generator
         if p.name in given:
             out[p.name] = given[p.name]
             continue
-        shape = shape_of(p.type, sizes)
+        shape = shape_of(outer_type(p), sizes)  # the declared shape (a reshape view's outer one)
         dt = p.type.dtype
         if dt == ir.DType.bool:
             out[p.name] = rng.random(shape) < 0.5
@@ -197,9 +200,12 @@ class _Evaluator:
     def __init__(self, info: FuncInfo, inputs, sizes, cdt: np.dtype):
         self.info = info
         self.cdt = cdt
+        sizes = bind_outer(info.func, inputs, sizes)  # inputs of reshape views come in their declared shape
+        inputs = to_view(info.func, inputs, sizes)
         self.sizes = bind_sizes(info.func, inputs, sizes)
         check_footprint(info.func, self.sizes)
         self.env: dict[str, np.ndarray] = {}
+        self.guarded = 0  # depth of select branches around the expression being evaluated
         for p in info.func.params:
             arr = np.asarray(inputs[p.name])
             self.env[p.name] = arr.astype(cdt) if p.type.dtype.is_float else arr.astype(p.type.dtype.numpy)
@@ -254,6 +260,14 @@ class _Evaluator:
             return np.logical_not(x) if e.op == "not" else -x
         if isinstance(e, ir.BinOp):
             return self.binop(e.op, self.expr(e.lhs), self.expr(e.rhs))
+        if isinstance(e, ir.Call) and e.fn in SCANS:
+            return self.scan(ScanParts(e))
+        if isinstance(e, ir.Call) and e.fn == "select" and len(e.args) == 3:
+            self.guarded += 1  # a guarded read is proved in bounds where its branch is taken (index_bounds.py)
+            try:
+                return self.call(e.fn, [self.expr(a) for a in e.args])
+            finally:
+                self.guarded -= 1
         if isinstance(e, ir.Call):
             return self.call(e.fn, [self.expr(a) for a in e.args])
         raise TypeError(e)
@@ -265,6 +279,8 @@ class _Evaluator:
         idx = []
         for dim, i in zip(arr.shape, e.index):
             v = np.asarray(self.expr(i), dtype=np.int64)
+            if self.guarded:
+                v = np.clip(v, 0, dim - 1)
             if v.size and (v.min() < 0 or v.max() >= dim):
                 bad = int(v.min()) if v.min() < 0 else int(v.max())
                 raise GirError(f"index {bad} out of bounds for a dimension of extent {dim} of '{e.name}'",
@@ -276,7 +292,8 @@ class _Evaluator:
         n = self.reduce_counter
         self.reduce_counter += 1
         x = np.asarray(self.expr(e.arg))
-        if x.dtype == np.bool_ or (x.dtype.kind in "iu" and e.op in ("mean",)):
+        if (x.dtype == np.bool_ and e.op not in ("max", "min") + ir.ARG_REDUCTIONS
+                or x.dtype.kind in "iu" and e.op == "mean"):
             x = x.astype(self.cdt)
         x = x.reshape((1,) * (self.ndim - x.ndim) + x.shape)
         bound = self.st.reduce_vars.get(n, ())
@@ -285,8 +302,25 @@ class _Evaluator:
             shape[self.axes[v]] = self.extent(self.st.ranges[v])
         x = np.broadcast_to(x, shape)
         axes = tuple(self.axes[v] for v in bound)
-        fn = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}[e.op]
-        return fn(x, axis=axes, keepdims=True)
+        return reduce_values(e, x, axes, self.int_dtype(e.arg))
+
+    def int_dtype(self, e) -> np.dtype:
+        """The integer type of an integer value: i64 if it reads an i64 tensor (gir/shapes.py), else i32."""
+        from gir.walk import walk
+
+        wide = any(isinstance(x, ir.Ref) and self.info.types[x.name].dtype == ir.DType.i64 for x in walk(e)
+                   if isinstance(x, ir.Ref) and x.name in self.info.types)
+        return np.dtype(np.int64 if wide else np.int32)
+
+    def scan(self, p: ScanParts) -> np.ndarray:
+        """A scan is a whole statement (gir/scan.py): its operand over the output axes, scanned along one."""
+        x = np.asarray(self.expr(p.arg))
+        x = x.reshape((1,) * (self.ndim - x.ndim) + x.shape)
+        x = np.broadcast_to(x, [self.extent(self.st.ranges[v]) for v in self.axes])
+        if x.dtype == np.int32 and self.st.stmt.target.name in {r.name for r in self.info.func.results} and \
+                self.info.types[self.st.stmt.target.name].dtype == ir.DType.i64:
+            x = x.astype(np.int64)
+        return evaluate_scan(p.op, np.ascontiguousarray(x), self.axes[p.axis], p.exclusive, p.reverse)
 
     def _floats(self, *xs):
         if any(_is_float(np.asarray(x).dtype) for x in xs):
@@ -328,6 +362,39 @@ class _Evaluator:
         x = x.astype(self.cdt)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             return np.asarray(UNARY_FLOAT[fn](x)).astype(self.cdt, copy=False)
+
+
+def identity(op: str, dtype: np.dtype):
+    """The value of a reduction over an empty range, as ONNX's reductions over an empty set: sum 0, prod 1, max
+    -inf and min +inf (an integer type's smallest / largest value; booleans: false / true, i.e. any / all), mean
+    NaN (0 / 0)."""
+    if op in ("sum", "prod"):
+        return 0 if op == "sum" else 1
+    if op == "mean":
+        return np.nan
+    if dtype == np.bool_:
+        return op == "min"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if op == "max" else info.max
+    return -np.inf if op == "max" else np.inf
+
+
+def reduce_values(e: ir.Reduce, x: np.ndarray, axes: tuple[int, ...], int_dtype: np.dtype) -> np.ndarray:
+    """Reduce `x` (broadcast to its full shape) over `axes` with keepdims; an empty range gives the identity (an
+    arg-reduction over one is a located error: no position exists, as ONNX ArgMax)."""
+    if e.op in ir.ARG_REDUCTIONS:   # one index (gir/shapes.py); the first extreme, a NaN first (as numpy)
+        if x.shape[axes[0]] == 0:
+            raise GirError(f"{e.op}() over an empty range: the index it reduces has extent 0, so there is no "
+                           "position to give", e.loc)
+        pick = np.argmax if e.op == "argmax" else np.argmin
+        return np.expand_dims(pick(x, axis=axes[0]), axes[0]).astype(np.int64)
+    if any(x.shape[a] == 0 for a in axes):
+        shape = tuple(1 if k in axes else n for k, n in enumerate(x.shape))
+        dt = x.dtype if x.dtype.kind in "fb" or e.op != "mean" else np.dtype(np.float64)   # (mean: x is float)
+        return np.full(shape, identity(e.op, int_dtype if dt.kind in "iu" else dt), dtype=dt)
+    fn = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}[e.op]
+    return fn(x, axis=axes, keepdims=True)
 
 
 def _is_float(dt: np.dtype) -> bool:

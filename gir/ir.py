@@ -25,6 +25,7 @@ def _loc() -> Loc | None:
 
 class DType(enum.Enum):
     f32 = "f32"
+    f64 = "f64"
     f16 = "f16"
     bf16 = "bf16"
     i32 = "i32"
@@ -37,12 +38,12 @@ class DType(enum.Enum):
             import ml_dtypes
 
             return np.dtype(ml_dtypes.bfloat16)
-        return np.dtype({"f32": np.float32, "f16": np.float16, "i32": np.int32,
+        return np.dtype({"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
                          "i64": np.int64, "bool": np.bool_}[self.value])
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.f32, DType.f16, DType.bf16)
+        return self in (DType.f32, DType.f64, DType.f16, DType.bf16)
 
     @property
     def is_int(self) -> bool:
@@ -50,7 +51,7 @@ class DType(enum.Enum):
 
     @property
     def nbytes(self) -> int:
-        return {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}[self.value]
+        return {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}[self.value]
 
 
 class Level(enum.Enum):
@@ -254,9 +255,19 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class View:
+    """`as [N, G, C / G, H * W]` after a parameter's declared type `outer` (gir/views.py): the parameter's `type`
+    is then the view, compound dimensions named by derived sizes (`C_div_G`)."""
+    outer: TensorType
+    dims: tuple["Expr", ...]
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     type: TensorType
+    view: View | None = None
     loc: Loc | None = _loc()
 
 
@@ -302,7 +313,9 @@ class Module:
         raise KeyError(name)
 
 
-REDUCTIONS = ("sum", "max", "min", "mean", "prod")
+REDUCTIONS = ("sum", "max", "min", "mean", "prod", "argmax", "argmin")
+# reductions to the (first) position of the extreme along their one reduced index; an int (i32) result
+ARG_REDUCTIONS = ("argmax", "argmin")
 UNARY_FUNCS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "neg", "recip",
                "sin", "cos", "log1p", "expm1", "softplus", "silu", "gelu", "gelu_tanh", "floor", "ceil", "round")
 TERNARY_FUNCS = ("select", "clamp")

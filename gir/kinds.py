@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.errors import DiagnosticCollector
+from gir.scan import SCANS
 
 KNOWN_FUNCS = {**{f: 1 for f in ir.UNARY_FUNCS}, "max": 2, "min": 2, "pow": 2, "select": 3, "clamp": 3,
                **{c: 1 for c in ir.CASTS}}
@@ -56,7 +57,10 @@ class KindChecker:
             return KIND_FLOAT if KIND_FLOAT in (a, b) else KIND_INT
         if isinstance(e, ir.Reduce):
             k = self._kind(e.arg, iv)
-            self._no_bool(k, e, f"{e.op}()")
+            if e.op in ir.ARG_REDUCTIONS:
+                return KIND_INT   # the position along the reduced index; any operand kind (bool: first true)
+            if e.op not in ("max", "min"):  # max/min of booleans: any/all
+                self._no_bool(k, e, f"{e.op}()")
             return KIND_FLOAT if e.op == "mean" else k
         if isinstance(e, ir.Call):
             return self._call_kind(e, iv)
@@ -67,6 +71,9 @@ class KindChecker:
         if e.fn in ir.REDUCTIONS and e.fn not in ("max", "min"):
             self.diag.error(f"{e.fn}() takes exactly one argument", e.loc)
             return None
+        if e.fn in SCANS:  # cumsum(E, axis, exclusive, reverse): the kind of E (gir/scan.py)
+            self._no_bool(kinds[0], e.args[0], f"{e.fn}()")
+            return kinds[0]
         if e.fn not in KNOWN_FUNCS:
             self.diag.error(f"unknown function '{e.fn}'", e.loc, "known: " + ", ".join(sorted(KNOWN_FUNCS)))
             return None

@@ -86,13 +86,37 @@ def ensure_recursion_headroom() -> None:
         sys.setrecursionlimit(RECURSION_LIMIT)
 
 
-def refuse_empty_tensors(func, what: str = "compiling") -> None:
-    """Code generation assumes every tensor has elements: a literal zero-size dimension is refused, located
-    at the declaration (the evaluator refuses empty inputs too; empty tensors are not supported yet)."""
+def refuse_empty_tensors(func, what: str = "compiling", sizes: dict[str, int] | None = None) -> None:
+    """Emitting kernels needs elements: a parameter or result with an extent 0 (literal, or a size bound to 0 in
+    `sizes`) is refused, located at its declaration. Running such a binding is supported: `gir run`, `gir eval`
+    and `gir.compile` compute what remains and return the empty results (gir/empty.py)."""
+    sizes = sizes or {}
     for p in tuple(func.params) + tuple(func.results):
-        if any(d == 0 for d in p.type.shape if isinstance(d, int)):
-            raise GirError(f"'{p.name}' has a zero-size dimension: {what} tensors without elements is not "
-                           "supported yet", p.loc or func.loc)
+        zero = [d for d in p.type.shape if (d if isinstance(d, int) else sizes.get(d, 1)) == 0]
+        if zero:
+            what_zero = "a zero-size dimension" if isinstance(zero[0], int) else f"no elements at {zero[0]}=0"
+            raise GirError(f"'{p.name}' has {what_zero}: {what} kernels for tensors without elements is not "
+                           "supported", p.loc or func.loc,
+                           ["`gir run`, `gir eval` and gir.compile run it: they compute what remains and return "
+                            "the empty results"])
+
+
+def refuse_f64(func, target: str) -> None:
+    """A target without f64 arithmetic (the MLU: no f64 vector units) refuses f64, located at the first f64
+    declaration or `f64(...)` cast, rather than computing it in f32 or in scalar code behind the user's back."""
+    from gir import ir
+    from gir.walk import walk
+
+    where = [(f"'{p.name}' is f64", p.loc) for p in tuple(func.params) + tuple(func.results)
+             if p.type.dtype == ir.DType.f64]
+    for item in func.body:
+        if isinstance(item, ir.Assign):
+            where += [("f64(...) converts to f64", x.loc or item.loc) for x in walk(item.value)
+                      if isinstance(x, ir.Call) and x.fn == "f64"]
+    if where:
+        what, loc = where[0]
+        raise GirError(f"{what}, and the {target} target has no f64 arithmetic (no f64 vector units)",
+                       loc or func.loc, ["use f32 there, or a target with f64: sim, cuda, hip"])
 
 
 MAX_TENSOR_BYTES = 1 << 62   # byte offsets of every target are 64-bit signed

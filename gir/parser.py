@@ -16,7 +16,9 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from gir import ir
 from gir.errors import GirError, Loc
 from gir.limits import check_tree, ensure_recursion_headroom
+from gir.scan import SCANS, make_scan
 from gir.source import describe_char, read_source, source_lines
+from gir.views import make_view
 
 _NAMED_CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
 
@@ -67,7 +69,15 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def param(self, meta, ch):
-        return ir.Param(str(ch[0]), ch[1], loc=self._loc(meta))
+        name, ttype, view = ch
+        if view is None:
+            return ir.Param(str(name), ttype, loc=self._loc(meta))
+        inner, view_rec = make_view(ttype, *view)
+        return ir.Param(str(name), inner, view_rec, loc=self._loc(meta))
+
+    @v_args(meta=True)
+    def view(self, meta, ch):
+        return tuple(d for d in ch if d is not None), self._loc(meta)
 
     @v_args(meta=True)
     def ttype(self, meta, ch):
@@ -262,6 +272,8 @@ class _Builder(Transformer):
         positional = [a for a in args if not isinstance(a, tuple)]
         kwargs = [a for a in args if isinstance(a, tuple)]
         fn = str(name)
+        if fn in SCANS:
+            return make_scan(fn, positional, kwargs, loc)
         if fn in ir.REDUCTIONS and len(positional) == 1:
             axes = None
             for key, value, kloc in kwargs:

@@ -5,6 +5,7 @@ import math
 from typing import NamedTuple
 
 from gir import ir
+from gir.scan import SCAN_ARITY, SCANS, format_scan
 
 _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
          "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6}
@@ -62,6 +63,8 @@ def _format(e: ir.Expr) -> tuple[str, int]:
         # `-(1.0)` keeps a negated literal distinct from the literal -1.0
         text = f"({format_expr(inner)})" if isinstance(inner, ir.Const) else format_expr(inner, _UNARY_PREC)
         return f"-{text}", _UNARY_PREC
+    if isinstance(e, ir.Call) and e.fn in SCANS and len(e.args) == SCAN_ARITY:
+        return format_scan(e, format_expr), _ATOM_PREC
     if isinstance(e, ir.Call):
         return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})", _ATOM_PREC
     if isinstance(e, ir.Reduce):
@@ -154,9 +157,16 @@ def format_stmt(s, depth: int) -> list[str]:
     return [line.render() for line in stmt_lines(s, depth)]
 
 
+def format_param(p: ir.Param) -> str:
+    """`x: f32[N, C]`, or with a reshape view `x: f32[N, C] as [N, G, C / G]` (gir/views.py)."""
+    if p.view is None:
+        return f"{p.name}: {format_type(p.type)}"
+    return f"{p.name}: {format_type(p.view.outer)} as [{', '.join(format_expr(d) for d in p.view.dims)}]"
+
+
 def func_lines(f: ir.Func) -> list[Line]:
-    params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.params)
-    results = ", ".join(f"{p.name}: {format_type(p.type)}" for p in f.results)
+    params = ", ".join(format_param(p) for p in f.params)
+    results = ", ".join(format_param(p) for p in f.results)
     return _braced(f, 0, f"func {f.name}({params}) -> ({results}) {{", f.body)
 
 

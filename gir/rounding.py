@@ -25,11 +25,12 @@ import math
 import numpy as np
 
 from gir import ir
-from gir.evaluate import _erf, _Evaluator, _is_float
+from gir.evaluate import _erf, _Evaluator, _is_float, reduce_values
+from gir.scan import SCANS, ScanParts, evaluate_scan
 from gir.shapes import StmtInfo, func_info
 
 _SQRT_PI = math.sqrt(math.pi)
-_U = {"f32": 1.0, "f16": 2.0 ** 13, "bf16": 2.0 ** 16}  # unit roundoff of a cast's type, in units of f32's
+_U = {"f32": 1.0, "f64": 2.0 ** -29, "f16": 2.0 ** 13, "bf16": 2.0 ** 16}  # unit roundoff of a cast's type, in units of f32's
 
 # derivative f'(x) of an element-wise function, from x and y = f(x)
 _DERIVATIVE = {
@@ -120,11 +121,40 @@ class _Bound(_Evaluator):
             (a, ha), (b, hb) = self.pair(e.lhs), self.pair(e.rhs)
             v = self.binop(e.op, a, b)
             return v, self.binop_bound(e.op, a, ha, b, hb, v)
+        if isinstance(e, ir.Call) and e.fn in SCANS:
+            return self.scan_pair(ScanParts(e))
         if isinstance(e, ir.Call):
-            args = [self.pair(a) for a in e.args]
+            guard = e.fn == "select"  # guarded reads are clipped, as in _Evaluator.expr
+            self.guarded += guard
+            try:
+                args = [self.pair(a) for a in e.args]
+            finally:
+                self.guarded -= guard
             v = self.call(e.fn, [a for a, _ in args])
             return v, self.call_bound(e.fn, args, v)
         raise TypeError(e)
+
+    def scan_pair(self, p: ScanParts):
+        """A scan: cumsum as a running sum (one rounding per term), cummax/cummin exact, cumprod as prod."""
+        value = self.scan(p)
+        if not _is_float(value.dtype):
+            return value, 0.0
+        _, h = self.pair(p.arg)
+        x = np.asarray(self.expr(p.arg), np.float64)
+        full = [self.extent(self.st.ranges[v]) for v in self.axes]
+        x = np.broadcast_to(x.reshape((1,) * (self.ndim - x.ndim) + x.shape), full)
+        h = np.broadcast_to(np.asarray(h, np.float64).reshape((1,) * (self.ndim - np.ndim(h)) + np.shape(h)), full)
+        ax = self.axes[p.axis]
+
+        def run(op, a):
+            return evaluate_scan(op, np.ascontiguousarray(a, np.float64), ax, p.exclusive, p.reverse)
+        with np.errstate(all="ignore"):
+            if p.op in ("cummax", "cummin"):
+                return value, np.where(np.isfinite(value), run("cummax", h), 0.0)
+            if p.op == "cumprod":
+                rel = run("cumsum", np.where(h == 0, 0.0, h / np.abs(x)) + 1.0)
+                return value, np.abs(value) * rel
+            return value, run("cumsum", h + np.abs(x))
 
     def ref_pair(self, e: ir.Ref):
         value = self.ref(e)
@@ -141,7 +171,8 @@ class _Bound(_Evaluator):
         self.reduce_counter += 1
         x, h = self.pair(e.arg)
         x = np.asarray(x)
-        if x.dtype == np.bool_ or (x.dtype.kind in "iu" and e.op in ("mean",)):
+        if (x.dtype == np.bool_ and e.op not in ("max", "min") + ir.ARG_REDUCTIONS
+                or x.dtype.kind in "iu" and e.op == "mean"):
             x = x.astype(self.cdt)
         x = x.reshape((1,) * (self.ndim - x.ndim) + x.shape)
         shape = list(x.shape)
@@ -149,9 +180,10 @@ class _Bound(_Evaluator):
             shape[self.axes[v]] = self.extent(self.st.ranges[v])
         x = np.broadcast_to(x, shape)
         axes = tuple(self.axes[v] for v in self.st.reduce_vars.get(n, ()))
-        fn = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}[e.op]
-        value = fn(x, axis=axes, keepdims=True)
-        if not _is_float(x.dtype):
+        value = reduce_values(e, x, axes, self.int_dtype(e.arg))   # as the evaluator (empty ranges included)
+        if not _is_float(x.dtype) or e.op in ir.ARG_REDUCTIONS:   # (a position is judged exactly)
+            return value, 0.0
+        if x.size == 0:   # an identity: exact
             return value, 0.0
         h = np.broadcast_to(np.asarray(h, np.float64).reshape((1,) * (len(shape) - np.ndim(h)) + np.shape(h)),
                             shape)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import Affine, to_affine
+from gir.affine import Affine, guarded_refs, index_form_error, to_affine
+from gir import views
 from gir.errors import DiagnosticCollector, GirError, Loc
+from gir.scan import check_scan_stmt
 from gir.kinds import KIND_BOOL, KIND_FLOAT, KIND_INT, KNOWN_FUNCS, KindChecker, check_i32_literals, check_literal  # noqa: F401
 from gir.walk import reductions_preorder, walk as _walk  # noqa: F401  (re-exported)
 
@@ -63,7 +65,8 @@ class _FuncAnalyzer(KindChecker):
                 self.diag.error(f"'{p.name}' is both a tensor and a size name", p.loc)
             self.types[p.name] = p.type
             self.defined_at[p.name] = p.loc
-        input_sizes = {d for p in self.func.params for d in p.type.shape if isinstance(d, str)}
+        input_sizes = views.input_sizes(self.func)  # with a reshape view's sizes (gir/views.py)
+        input_sizes |= set(views.derived_sizes(self.func))  # those checked by views.check_func
         for r in self.func.results:
             for d in r.type.shape:
                 if isinstance(d, str) and d not in input_sizes:
@@ -119,6 +122,8 @@ class _FuncAnalyzer(KindChecker):
                                 idx.loc)
                 return None
             out_vars.append(idx.name)
+        if not check_scan_stmt(s, out_vars, self.diag):  # placement and axis of cumsum/... (gir/scan.py)
+            return None
         if not self.func.is_explicit:  # a result read before its definition would make a cycle
             for x in _walk(s.value):
                 if (isinstance(x, ir.Ref) and x.name in self.results and x.name not in assigned
@@ -177,6 +182,8 @@ class _FuncAnalyzer(KindChecker):
             dtype = {KIND_FLOAT: ir.DType.f32, KIND_BOOL: ir.DType.bool}.get(kind, ir.DType.i32)
             if kind == KIND_INT and self.uses_i64(s.value):
                 dtype = ir.DType.i64
+            if kind == KIND_FLOAT and self.uses_f64(s.value):
+                dtype = ir.DType.f64
             self.types[t.name] = ir.TensorType(dtype, shape)
         assigned.add(t.name)
         self.defined_at[t.name] = t.loc
@@ -188,9 +195,11 @@ class _FuncAnalyzer(KindChecker):
         Index variables range independently over boxes, so the extremes of an affine index are reached at the
         corners: each extreme is an affine function of the sizes, which is >= 0 for all sizes >= 1 exactly when
         its size coefficients are >= 0 and its value at sizes = 1 is >= 0."""
-        for ref in _walk(e):
-            if not isinstance(ref, ir.Ref) or ref.name not in self.types:
-                continue
+        from gir.passes.analysis.index_bounds import needs_exact_check, requirements
+
+        for ref, guards in guarded_refs(e):
+            if ref.name not in self.types or needs_exact_check(ref, guards):
+                continue  # quasi-affine or guarded: checked exactly with isl below
             for dim, idx in zip(self.types[ref.name].shape, ref.index):
                 aff = to_affine(idx) if not isinstance(idx, ir.Slice) else None
                 if aff is None or isinstance(idx, ir.Var):
@@ -208,6 +217,11 @@ class _FuncAnalyzer(KindChecker):
                         self.diag.error(f"index of '{ref.name}' is out of bounds: it can go {what}", getattr(idx, "loc", None) or ref.loc,
                                         "index variables range over the whole extent of the dimensions they index")
                         break
+        for req in requirements(self.func, self.types, e, ranges)[0]:
+            idx = req.ref.index[req.axis]
+            self.diag.error(f"index of '{req.ref.name}' is out of bounds: it can go {req.what}, at every size",
+                            getattr(idx, "loc", None) or req.ref.loc,
+                            "checked exactly under the guards of the selects around it (isl)")
 
     def check_assign_kind(self, dtype: ir.DType, kind: str, s: ir.Assign) -> None:
         if kind == KIND_BOOL and dtype != ir.DType.bool:
@@ -218,6 +232,11 @@ class _FuncAnalyzer(KindChecker):
                             s.value.loc or s.loc, f"convert explicitly, e.g. {dtype.value}(...)")
         elif kind == KIND_INT and dtype == ir.DType.bool:
             self.diag.error(f"cannot assign an integer value to boolean '{s.target.name}'", s.value.loc or s.loc)
+
+    def uses_f64(self, e) -> bool:
+        """Reads an f64 tensor or casts to f64: float arithmetic in f64 (docs/gir.md, "Element types")."""
+        return any(isinstance(x, ir.Ref) and x.name in self.types and self.types[x.name].dtype == ir.DType.f64
+                   or isinstance(x, ir.Call) and x.fn == "f64" for x in _walk(e))
 
     def uses_i64(self, e) -> bool:
         return any(isinstance(x, ir.Ref) and x.name in self.types and self.types[x.name].dtype == ir.DType.i64
@@ -269,15 +288,16 @@ class _FuncAnalyzer(KindChecker):
             if isinstance(x, ir.Ref):
                 self.diag.error("data-dependent indexing is not supported: an index may not read a tensor", x.loc)
                 return
-            if isinstance(x, (ir.Reduce, ir.Call)):
+            if isinstance(x, ir.Reduce) or isinstance(x, ir.Call) and not (x.fn in ("min", "max") and len(x.args) == 2):
                 self.diag.error("an index must be an affine expression of index variables and sizes", x.loc)
                 return
             if isinstance(x, ir.Const) and not isinstance(x.value, int) or isinstance(x, ir.Const) and isinstance(x.value, bool):
                 self.diag.error(f"index expressions must be integers, not {x.value!r}", x.loc)
                 return
-        if to_affine(idx) is None:
-            self.diag.error("an index must be an affine expression of index variables and sizes",
-                            getattr(idx, "loc", None))
+        problem = index_form_error(idx, self.sizes)
+        if problem is not None:
+            self.diag.error(problem[0], problem[1] or getattr(idx, "loc", None),
+                            "indices are quasi-affine: +, -, * by constants, // and % by positive constants")
 
     # ------------------------------------------------------------- reductions
     def bind_reductions(self, s: ir.Assign, out_vars: set[str]) -> dict[int, tuple[str, ...]]:
@@ -331,6 +351,10 @@ class _FuncAnalyzer(KindChecker):
             if not bound.get(n) and n in bound:
                 self.diag.error(f"{reds.op}() reduces over nothing: every index inside it is on the left-hand side",
                                 reds.loc, "a reduction needs an index that appears only inside it")
+            if reds.op in ir.ARG_REDUCTIONS and len(bound.get(n, ())) > 1:
+                self.diag.error(f"{reds.op}() reduces over {len(bound[n])} indices ({', '.join(bound[n])}); it "
+                                "gives a position along one index", reds.loc,
+                                "keep one index inside it and the others on the left-hand side")
             if reds.axes is not None:
                 self.diag.error("axis= is only allowed in kernels; the operator layer reduces implicitly", reds.loc)
         return {n: tuple(v) for n, v in bound.items()}

@@ -26,10 +26,11 @@ import numpy as np
 
 from gir import ir
 
-TOLERANCE = {ir.DType.f32: 1e-5, ir.DType.f16: 1e-2, ir.DType.bf16: 1e-2,
+TOLERANCE = {ir.DType.f32: 1e-5, ir.DType.f64: 1e-12, ir.DType.f16: 1e-2, ir.DType.bf16: 1e-2,
              ir.DType.i32: 0.0, ir.DType.i64: 0.0, ir.DType.bool: 0.0}
 TINY = float(np.finfo(np.float64).tiny)
 U_F32 = 2.0 ** -24      # unit roundoff of f32, the precision kernels compute in (16-bit values are widened)
+U_F64 = 2.0 ** -53      # unit roundoff of f64 (f64 values are computed in f64)
 ROUNDING_GROWTH = 8.0   # headroom over the first-order bound (the order of additions in a reduction)
 
 
@@ -67,11 +68,12 @@ def compare(result, reference, dtype: ir.DType, rounding=None) -> Verdict:
     if rounding is not None and ref.size:
         bound = np.broadcast_to(np.asarray(rounding, np.float64), want.shape)[finite]
         bound = np.where(np.isfinite(bound), bound, 0.0)  # an unbounded element does not widen the tolerance
-        widened = ROUNDING_GROWTH * U_F32 * _norm(bound) / scale
+        unit, prec = (U_F64, "f64") if dtype == ir.DType.f64 else (U_F32, "f32")   # f64 is computed in f64
+        widened = ROUNDING_GROWTH * unit * _norm(bound) / scale
         if widened > table:
             tolerance = widened
-            reason = (f"tolerance widened from {table:.0e}: the result is ill-conditioned (its f32 rounding bound "
-                      f"is {widened / (ROUNDING_GROWTH * U_F32):.3g}x its magnitude)")
+            reason = (f"tolerance widened from {table:.0e}: the result is ill-conditioned (its {prec} rounding bound "
+                      f"is {widened / (ROUNDING_GROWTH * unit):.3g}x its magnitude)")
     passed = bool(error <= tolerance)
     if not passed:
         reason = f"error {error:.3e} exceeds the {dtype.value} tolerance {tolerance:.3g}"

@@ -8,10 +8,12 @@ from gir import ir
 from gir.errors import DiagnosticCollector
 from gir.shapes import analyze_func
 from gir.verify_kernel import Buffer, KernelVerifier
+from gir.views import check_func as check_views
 
 
 def verify_func(func: ir.Func, diag: DiagnosticCollector) -> None:
     info = analyze_func(func, diag)
+    check_views(func, diag)
     sizes = set(func.size_symbols())
     buffers = {p.name: Buffer(p.name, p.type, ir.Level.global_) for p in func.params + func.results}
     kernel_names: set[str] = set()

@@ -294,6 +294,10 @@ class KernelVerifier:
         if isinstance(e, ir.Ref):
             return region_shape(e)
         if isinstance(e, ir.Reduce):
+            if e.op in ir.ARG_REDUCTIONS:
+                self.diag.error(f"{e.op}() is an operator-layer reduction; a kernel reduces tiles with sum, max, "
+                                "min, mean or prod", e.loc)
+                return None
             inner = self.expr_shape(e.arg, scope)
             if inner is None:
                 return None

@@ -1,5 +1,9 @@
-"""Walking expressions: every sub-expression in preorder, and the preorder numbering of reductions."""
+"""Walking expressions: every sub-expression in preorder, the preorder numbering of reductions, rebuilding an
+expression bottom-up (`map_expr`) and folding bound sizes into constants (`fold_sizes`)."""
 from __future__ import annotations
+
+import dataclasses
+from typing import Callable
 
 from gir import ir
 
@@ -42,3 +46,28 @@ def walk(e):
             stack.extend(reversed(x.args))
         elif isinstance(x, ir.Reduce):
             stack.append(x.arg)
+
+
+def map_expr(e, fn: Callable):
+    """Rebuild `e` bottom-up: children first, then `fn(node)` (return the node itself to keep it)."""
+    if isinstance(e, ir.Ref):
+        index = tuple(map_expr(i, fn) for i in e.index)
+        e = e if index == e.index else dataclasses.replace(e, index=index)
+    elif isinstance(e, ir.Slice):
+        start, stop = map_expr(e.start, fn), map_expr(e.stop, fn)
+        return dataclasses.replace(e, start=start, stop=stop)  # slices are not expressions: no fn
+    elif isinstance(e, ir.BinOp):
+        e = dataclasses.replace(e, lhs=map_expr(e.lhs, fn), rhs=map_expr(e.rhs, fn))
+    elif isinstance(e, ir.UnOp):
+        e = dataclasses.replace(e, operand=map_expr(e.operand, fn))
+    elif isinstance(e, ir.Call):
+        e = dataclasses.replace(e, args=tuple(map_expr(a, fn) for a in e.args))
+    elif isinstance(e, ir.Reduce):
+        e = dataclasses.replace(e, arg=map_expr(e.arg, fn))
+    return fn(e)
+
+
+def fold_sizes(e, sizes: dict[str, int]):
+    """`e` with every size symbol used as a value or inside an index replaced by its bound value."""
+    return map_expr(e, lambda x: ir.Const(sizes[x.name], loc=x.loc) if isinstance(x, ir.Var) and x.name in sizes
+                    else x)

@@ -266,12 +266,52 @@ def group_norm_affine(x, gamma, beta):
     return group_norm(x, gamma, beta)
 
 
+def group_norm_view(x, gamma, beta):
+    """Group norm of x: [N, C, H, W] in 4 groups (ONNX GroupNormalization), per-channel scale and bias."""
+    n, c = x.shape[:2]
+    y = group_norm(_f(x).reshape(n, 4, c // 4, -1), _f(gamma).reshape(4, c // 4), _f(beta).reshape(4, c // 4))["y"]
+    return {"y": y.reshape(x.shape)}
+
+
 ROWS = [{"M": 7, "N": 1000}, {"M": 1, "N": 1025}, {"M": 3, "N": 1}, {"M": 33, "N": 17}, {"M": 1, "N": 1}]
 NORM = [{"M": 5, "N": 1024}, {"M": 1, "N": 1}, {"M": 13, "N": 769}, {"M": 2, "N": 3}]
 ELEMENTWISE = [{"M": 8, "N": 1000}, {"M": 1, "N": 1}, {"M": 3, "N": 4097}, {"M": 31, "N": 7}]
 REDUCE = [{"M": 7, "N": 1000}, {"M": 1, "N": 1}, {"M": 129, "N": 33}, {"M": 1, "N": 4099}, {"M": 5, "N": 1}]
 
+def argreduce(x):
+    """numpy's first-index rule on ties; any/all over each row."""
+    x = _f(x)
+    return {"top": np.argmax(x, axis=1), "low": np.argmin(x, axis=1), "any_pos": (x > 0).any(axis=1),
+            "all_pos": (x > 0).all(axis=1)}
+
+
+def rope_flat(x, cs, sn):
+    """Interleaved pairs (x[2k], x[2k+1]) of a flat row rotated by angle k: y = R(k) (x[2k], x[2k+1])."""
+    x, c, s = _f(x), np.repeat(_f(cs), 2, axis=1), np.repeat(_f(sn), 2, axis=1)
+    even, odd = x[:, 0::2], x[:, 1::2]
+    partner = np.stack([-odd, even], axis=2).reshape(x.shape)  # (-x[2k+1], x[2k]) at (2k, 2k+1)
+    return {"y": x * c + partner * s}
+
+
+
+def cumsum(x, w):
+    """Running sum of x * w along rows; running max from the bottom row up; suffix products."""
+    x, w = _f(x), _f(w)
+    c = np.cumsum(x * w, axis=1)
+    r = np.flip(np.maximum.accumulate(np.flip(x, 0), axis=0), 0)
+    p = np.flip(np.cumprod(np.flip(1.0 + 0.01 * x, 1), axis=1), 1)
+    return {"c": c, "r": r, "p": p}
+
+def logsumexp_f64(x):
+    """log(sum(exp(x))) per row, shifted by the row maximum, in float64."""
+    x = np.asarray(x, np.float64)
+    m = x.max(axis=1)
+    y = np.log(np.exp(x - m[:, None]).sum(axis=1)) + m
+    return {"y": y, "y32": y.astype(np.float32)}
+
+
 REFERENCES = {
+    "rope_flat": (rope_flat, [{"S": 7, "D": 66, "K": 33}, {"S": 1, "D": 2, "K": 1}, {"S": 5, "D": 130, "K": 65}]),
     "softmax": (softmax, ROWS),
     "softmax_f16": (softmax_f16, ROWS),
     "log_softmax": (log_softmax, ROWS),
@@ -331,7 +371,17 @@ REFERENCES = {
                                       {"N": 1, "C": 97, "H": 7, "W": 7}, {"N": 3, "C": 33, "H": 1, "W": 97}]),
     "group_norm_affine": (group_norm_affine, [{"N": 2, "G": 3, "CG": 7, "HW": 33}, {"N": 1, "G": 1, "CG": 1, "HW": 1},
                                               {"N": 1, "G": 7, "CG": 1, "HW": 97}, {"N": 2, "G": 1, "CG": 33, "HW": 7}]),
+    "group_norm_view": (group_norm_view, [{"N": 2, "C": 12, "H": 3, "W": 5}, {"N": 1, "C": 4, "H": 1, "W": 1},
+                                          {"N": 1, "C": 28, "H": 13, "W": 1}, {"N": 3, "C": 8, "H": 2, "W": 31}]),
+    "cumsum": (cumsum, [{"M": 1, "N": 1}, {"M": 7, "N": 33}, {"M": 37, "N": 1031}, {"M": 97, "N": 5}]),
+    "logsumexp_f64": (logsumexp_f64, [{"M": 1, "N": 1}, {"M": 7, "N": 33}, {"M": 37, "N": 129}, {"M": 3, "N": 1000}]),
+    "argreduce": (argreduce, [{"M": 1, "N": 1}, {"M": 7, "N": 33}, {"M": 37, "N": 129}, {"M": 3, "N": 1000}]),
 }
+
+
+def _small_integers(shape, sizes, rng):
+    """Values in -2..2: many ties (argmax takes the first) and rows both with and without a positive entry."""
+    return rng.integers(-2, 3, size=shape).astype(np.float32)
 
 
 def _class_indices(shape, sizes, rng):
@@ -354,8 +404,24 @@ def _positive(shape, sizes, rng):
 
 
 INPUT_MAKERS = {
+    "argreduce": {"x": _small_integers},
     "layernorm_bwd": {"rstd": _positive},
     "soft_cross_entropy": {"t": _probabilities},
     "cross_entropy": {"target": _class_indices},
     "onehot": {"label": _labels},
 }
+
+
+# Size relations a sample's indices or views require (gir check states them as size requirements): harnesses that
+# bind every size to one value apply them (only to the names they bind: a harness may bind a view's derived sizes).
+SIZE_RELATIONS = {"rope_flat": ("D", lambda s: 2 * s["K"]), "group_norm_view": ("C", lambda s: 4 * s["C"])}
+
+
+def with_relations(name, sizes):
+    """`sizes` adjusted to the sample's size relations (unchanged for samples without any)."""
+    out = dict(sizes)
+    if name in SIZE_RELATIONS:
+        target, value = SIZE_RELATIONS[name]
+        if target in out:
+            out[target] = value(out)
+    return out

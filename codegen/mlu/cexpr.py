@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gir import ir
 from gir.errors import GirError
+from gir.kinds import F32_MAX
 
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
 # float builtins of one argument in scalar code: the MLU language's scalar function (targets/mlu/lang.py), or
@@ -45,6 +48,22 @@ def c_index(e, subst: dict[str, str] | None = None) -> str:
     raise GirError("unsupported index expression for the MLU target", getattr(e, "loc", None))
 
 
+def _f32(text: str) -> str:
+    """A float result rounded to f32 where it is computed: the evaluator (and the vector kernels) round every float
+    operation to f32, the simulated scalar C evaluates in double until a store, so a compare of a recomputed value
+    with a stored one (argmin's `E == min(E)`) would otherwise fail."""
+    return f"((float)({text}))"
+
+
+def _floor_divmod(op: str, a: str, b: str) -> str:
+    """Python's floored `a // b` / `a % b` of C ints (C's `/` truncates toward zero, its `%` takes the dividend's
+    sign): the truncated quotient less one / the remainder plus b when the remainder is non-zero and its sign
+    differs from b's. No intermediate can overflow."""
+    r = f"({a} % {b})"
+    fix = f"(({r} != 0) && (({r} < 0) != ({b} < 0)))"
+    return f"(({a} / {b}) - {fix})" if op == "//" else f"({r} + ({fix} ? {b} : 0))"
+
+
 class ScalarExpr:
     """Scalar compute on 1-element tiles: `elem(ref)` gives the C lvalue of a 1-element region."""
 
@@ -61,7 +80,10 @@ class ScalarExpr:
                 return ("1" if e.value else "0"), "int"
             if isinstance(e.value, int):
                 return str(e.value), "int"
-            return c_float(e.value), "float"
+            # the f32 value: scalar C is evaluated in double, and `3.3f` must mean the f32 nearest 3.3, as the
+            # evaluator's f32 arithmetic and the vector ops (which convert their scalar operand) take it
+            x = float(e.value)
+            return c_float(float(np.float32(x)) if abs(x) <= F32_MAX else x), "float"
         if isinstance(e, ir.Var):
             return e.name, "int"
         if isinstance(e, ir.Ref):
@@ -77,11 +99,11 @@ class ScalarExpr:
             if e.op in ("and", "or"):
                 return f"({a} {'&&' if e.op == 'and' else '||'} {b})", "int"
             if e.op == "/":
-                return f"((float)({a}) / (float)({b}))", "float"
-            if e.op == "//":
-                return f"({a} / {b})", "int"
+                return _f32(f"(float)({a}) / (float)({b})"), "float"
+            if e.op in ("//", "%"):   # integers (the verifier refuses floats): floored, as numpy and the evaluator
+                return _floor_divmod(e.op, a, b), "int"
             k = "float" if "float" in (ka, kb) else "int"
-            return f"({a} {e.op} {b})", k
+            return (_f32(f"{a} {e.op} {b}") if k == "float" else f"({a} {e.op} {b})"), k
         if isinstance(e, ir.Call):
             return self.call(e)
         raise GirError(f"unsupported scalar compute {type(e).__name__} for the MLU target", getattr(e, "loc", None))
@@ -90,7 +112,9 @@ class ScalarExpr:
         args = [self.expr(a) for a in e.args]
         xs = [a for a, _ in args]
         fn = e.fn
-        if fn in ("f32", "f16", "bf16"):
+        if fn in ("f16", "bf16"):   # rounded to the 16-bit type, then computed on as float (as the evaluator does)
+            return f"((float)(({'half' if fn == 'f16' else 'bfloat16_t'})({xs[0]})))", "float"
+        if fn == "f32":
             return f"((float)({xs[0]}))", "float"
         if fn in ("i32", "i64"):
             return f"((int)({xs[0]}))", "int"
@@ -112,15 +136,15 @@ class ScalarExpr:
         if fn == "neg":
             return f"(-{xs[0]})", args[0][1]
         if fn in _SCALAR_MATH:
-            return f"{_SCALAR_MATH[fn]}({xs[0]})", "float"
+            return _f32(f"{_SCALAR_MATH[fn]}({xs[0]})"), "float"
         if fn == "pow":
-            return f"powf({xs[0]}, {xs[1]})", "float"
+            return _f32(f"powf({xs[0]}, {xs[1]})"), "float"
         if fn == "rsqrt":
-            return f"(1.0f / sqrtf({xs[0]}))", "float"
+            return _f32(f"1.0f / sqrtf({xs[0]})"), "float"
         if fn == "recip":
-            return f"(1.0f / ({xs[0]}))", "float"
+            return _f32(f"1.0f / ({xs[0]})"), "float"
         if fn == "sigmoid":
-            return f"(1.0f / (1.0f + expf(-({xs[0]}))))", "float"
+            return _f32(f"1.0f / (1.0f + expf(-({xs[0]})))"), "float"
         if fn in _VECTOR_ONLY:  # no scalar function: one vector op on a scratch unit
             buf = self.scratch()
             self.pre += [f"{buf}[0] = {xs[0]};", f"__bang_active_{fn}({buf}, {buf}, 32);"]

@@ -47,10 +47,15 @@ class _Buf:
     shape: tuple
     level: str
     slots: int = 1      # pipeline slots: 2 (loaded or stored tiles), 3 (tiles both loaded and stored)
+    dense: bool = False  # a 2-D tile of a `layout=dense` kernel: rows are not padded (pitch = columns)
 
     @property
     def double(self) -> bool:
         return self.slots > 1
+
+    @property
+    def pitch(self) -> int:
+        return self.shape[-1] if self.dense else L.pitch(self.shape)
 
     @property
     def phys(self) -> int:
@@ -59,7 +64,9 @@ class _Buf:
             for d in self.shape:
                 n *= d
             return n
-        return L.phys_elems(self.shape)
+        n = L.round_up(self.shape[0] * self.shape[1], L.PITCH) if self.dense else L.phys_elems(self.shape)
+        # whole 128-byte units, so that every pipeline slot starts aligned (64 elements are only 64 bytes of bool)
+        return L.round_up(n, L.VECTOR_ALIGN // L.device_nbytes(self.dtype))
 
 
 def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[MluKernelSource]:
@@ -88,6 +95,12 @@ def emit_module(module: ir.Module, pipeline: bool = True) -> list[MluKernelSourc
 class _KernelEmitter:
     def __init__(self, func, kernel: ir.Kernel, gbufs, pipeline, fuse=True):
         self.func, self.k, self.gbufs, self.pipeline, self.fuse = func, kernel, gbufs, pipeline, fuse
+        # `with layout=dense`: 2-D @nram tiles keep their rows unpadded (the tile recipe's [rows, 32] f32 slabs;
+        # passes/schedule_mlu/tiles.py); every other kernel pads rows to 64 elements (layout.py)
+        self.dense = dict(kernel.attrs).get("layout") == "dense"
+        # `with pipeline=units`: a loop over work units whose body is one-trip loops decoding the unit's indices
+        # (then loads, computes, stores) is pipelined through them (_unwrap); other kernels pipeline plain bodies
+        self.through = dict(kernel.attrs).get("pipeline") == "units"
         self.bufs: dict[str, _Buf] = dict(gbufs)
         self.lines: list[str] = []
         self.depth = 1
@@ -129,12 +142,14 @@ class _KernelEmitter:
             if isinstance(s, ir.Alloc):
                 if s.level.value not in ("nram", "sram"):
                     raise GirError(f"MLU kernels allocate @nram or @sram, not @{s.level.value}", s.loc)
-                self.bufs[s.name] = _Buf(s.name, s.type.dtype, tuple(s.type.shape), s.level.value)
+                shape = tuple(s.type.shape)
+                dense = self.dense and len(shape) == 2 and not L.is_rowvec(shape)
+                self.bufs[s.name] = _Buf(s.name, s.type.dtype, shape, s.level.value, dense=dense)
             elif isinstance(s, ir.Parallel):
                 self._collect(s.body)
             elif isinstance(s, ir.For):
                 if self.pipeline and self._pipelinable(s):
-                    for name, depth in _depths(s).items():
+                    for name, depth in _depths(s, self.through).items():
                         self.bufs[name].slots = max(self.bufs[name].slots, depth)
                 self._collect(s.body)
             elif isinstance(s, ir.If):
@@ -220,7 +235,7 @@ class _KernelEmitter:
         elif L.is_rowvec(b.shape):
             strides = [1, 0]
         elif len(b.shape) == 2:
-            strides = [L.pitch(b.shape), 1]
+            strides = [b.pitch, 1]
         else:
             strides = [1] * len(b.shape)
         offs, dims = [], []
@@ -230,9 +245,9 @@ class _KernelEmitter:
             if text != "0":
                 offs.append(f"{text} * {st}" if st != 1 else text)
             if isinstance(i, ir.Slice):
-                length = _const_len(i)
+                length = -(-_const_len(i) // i.step)   # a[s:e:k]: every k-th element (stride k times)
                 if length > 1:
-                    dims.append([length, st, ext, text])
+                    dims.append([length, st * i.step, ext, text])
         return (" + ".join(offs) or "0"), dims
 
     def move(self, s: ir.Move, async_: bool, subst=None, slot=None) -> None:
@@ -291,10 +306,15 @@ class _KernelEmitter:
     def _pipelinable(self, s: ir.For) -> bool:
         phase = 0
         saw = False
-        for x in s.body:
+        _, body = _unwrap(s, self.through)
+        loaded = set()
+        for x in body:
             if isinstance(x, ir.Move) and x.kind == "load":
                 p = 0
-            elif isinstance(x, ir.Assign):
+                loaded.add(x.dst.name)
+            elif self._load_copy(x, loaded):   # an on-chip copy of a tile just loaded (the load stage's)
+                p = 0
+            elif isinstance(x, ir.Assign) or _compute_loop(x):
                 p = 1
             elif isinstance(x, ir.Move) and x.kind == "store":
                 p, saw = 2, True
@@ -303,15 +323,29 @@ class _KernelEmitter:
             if p < phase:
                 return False
             phase = p
-        loads = any(isinstance(x, ir.Move) and x.kind == "load" for x in s.body)
+        loads = any(isinstance(x, ir.Move) and x.kind == "load" for x in body)
         return (saw or loads) and s.step == 1 and c_index(s.lo) == "0"
+
+    def _load_copy(self, x, loaded: set) -> bool:
+        """An on-chip copy (`copy` between @nram tiles) reading a tile loaded earlier in the same loop body: it
+        joins the load stage (issued async after the load, on the same IO pipe, so in order)."""
+        return isinstance(x, ir.Move) and x.kind == "copy" and x.src.name in loaded and \
+            self.bufs[x.src.name].level == "nram" and self.bufs[x.dst.name].level == "nram"
 
     def pipelined(self, s: ir.For) -> None:
         v = s.var
-        loads = [x for x in s.body if isinstance(x, ir.Move) and x.kind == "load"]
-        computes = [x for x in s.body if isinstance(x, ir.Assign)]
-        stores = [x for x in s.body if isinstance(x, ir.Move) and x.kind == "store"]
-        depth = _depths(s)
+        decode, body = _unwrap(s, self.through)   # one-trip loops decoding the iteration (a unit's indices)
+        loads = [x for x in body if isinstance(x, ir.Move) and x.kind in ("load", "copy")]   # copies: _load_copy
+        computes = [x for x in body if isinstance(x, ir.Assign) or _compute_loop(x)]
+        stores = [x for x in body if isinstance(x, ir.Move) and x.kind == "store"]
+        depth = _depths(s, self.through)
+
+        def at(it: str) -> dict:
+            """Substitution of the loop variable and the decoding variables in iteration `it`."""
+            sub = {v: it}
+            for var, lo in decode:
+                sub[var] = c_index(lo, sub)
+            return sub
         T = f"T_{v}"
         self.emit(f"int {T} = {c_index(s.hi)};")
         # slot of the tile computed (cur), loaded (nxt: tile it+1) and stored (prv: tile it-1) in iteration it
@@ -324,7 +358,7 @@ class _KernelEmitter:
         self.emit(f"if ({T} > 0) {{")
         self.depth += 1
         for x in loads:
-            self.move(x, True, {v: "0"}, slots({2: "0", 3: "0"}))
+            self.move(x, True, at("0"), slots({2: "0", 3: "0"}))
         self.depth -= 1
         self.emit("}")
         self.emit(f"for (int {v} = 0; {v} < {T}; {v}++) {{")
@@ -335,18 +369,20 @@ class _KernelEmitter:
         self.emit(f"if ({v} + 1 < {T}) {{")
         self.depth += 1
         for x in loads:
-            self.move(x, True, {v: f"({v} + 1)"}, slots(nxt))
+            self.move(x, True, at(f"({v} + 1)"), slots(nxt))
         self.depth -= 1
         self.emit("}")
         self.emit(f"if ({v} > 0) {{")
         self.depth += 1
         for x in stores:
-            self.move(x, True, {v: f"({v} - 1)"}, slots(prv))
+            self.move(x, True, at(f"({v} - 1)"), slots(prv))
         self.depth -= 1
         self.emit("}")
+        for var, lo in decode:
+            self.emit(f"int {var} = {c_index(lo)};")
         self.cur = {n: cur[d] for n, d in depth.items()}
         for x in computes:
-            self.compute(x)
+            self.stmt(x) if isinstance(x, ir.For) else self.compute(x)
         self.cur = {}
         self.depth -= 1
         self.emit("}")
@@ -354,7 +390,7 @@ class _KernelEmitter:
         self.emit(f"if ({T} > 0) {{")
         self.depth += 1
         for x in stores:
-            self.move(x, True, {v: f"({T} - 1)"}, slots({2: f"({T} - 1) % 2", 3: f"({T} - 1) % 3"}))
+            self.move(x, True, at(f"({T} - 1)"), slots({2: f"({T} - 1) % 2", 3: f"({T} - 1) % 3"}))
         self.depth -= 1
         self.emit("}")
         self.emit("__sync_io_move_compute();")
@@ -363,6 +399,12 @@ class _KernelEmitter:
     def compute(self, s: ir.Assign) -> None:
         refs = [s.target] + [x for x in _leaves(s.value) if isinstance(x, ir.Ref)]
         if all(_region_size(r) == 1 and not self._vector_buf(r) for r in refs):
+            return self.scalar_compute(s)
+        if self.through and all(_region_size(r) == 1 and self.bufs[r.name].level == "nram" for r in refs) and \
+                not any(isinstance(x, ir.Reduce) or (isinstance(x, ir.Call) and x.fn in _TILE_ONLY)
+                        for x in _leaves(s.value)):
+            # single elements of vectors (a unit's statistic written into the core's results at the unit's
+            # position, in `pipeline=units` kernels): scalar code at the elements' offsets
             return self.scalar_compute(s)
         out: list[str] = []
         vec = VecEmitter(out, self._scratch_full, self._mask_full)
@@ -389,6 +431,12 @@ class _KernelEmitter:
         if not self._vector_buf(e):
             return Opd(SCALAR, ptr, value=f"{e.name}[{base}]" if base != "0" else f"{e.name}[0]", dtype=dt)
         lens = [_const_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
+        if len(b.shape) == 2 and not L.is_rowvec(b.shape) and not isinstance(e.index[0], ir.Slice):
+            # one row `t[r, 0:C]` of a 2-D tile (a scan's row step): a vector over the row's pitch at its offset
+            if not isinstance(e.index[1], ir.Slice) or c_index(e.index[1].start) != "0":
+                raise GirError("a row of an @nram tile is a vector operand only from column 0", e.loc)
+            off = f"{c_index(e.index[0])} * {b.pitch}"
+            return Opd(COL, f"({ptr} + {off})", b.pitch, cols=lens[1], dtype=dt)
         if L.is_rowvec(b.shape):
             start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
             if start != "0":   # a region at an offset (hoisted row vectors): element copies only (vecops)
@@ -396,7 +444,13 @@ class _KernelEmitter:
             return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base, shifted=start != "0")
         if len(b.shape) == 1:
             return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
-        return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=L.pitch(b.shape), cols=lens[1],
+        start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
+        if start != "0":   # rows r0..r0 + R of a tile (a slab's sub-tile): a vector over those rows (whole
+            off = f"{start} * {b.pitch}"   # 64-element groups: the tile must extend that far)
+            return Opd(FULL, f"({ptr} + {off})", L.round_up(lens[0] * b.pitch, L.PITCH), rows=lens[0],
+                       pitch=b.pitch, cols=lens[1],
+                       prow=lens[0], dtype=dt, name=e.name, base=off if base == "0" else f"{base} + {off}")
+        return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=b.pitch, cols=lens[1],
                    prow=L.phys_rows(b.shape), dtype=dt, name=e.name, base=base)
 
     def _scratch_full(self, like: Opd, k: int = 0) -> Opd:
@@ -439,11 +493,57 @@ class _KernelEmitter:
         self.emit(f"{elem(s.target)} = {text};")
 
 
-def _depths(s: ir.For) -> dict[str, int]:
-    """Pipeline slots of the tiles a pipelined loop moves: 3 for tiles both loaded and stored, else 2."""
-    loaded = {x.dst.name for x in s.body if isinstance(x, ir.Move) and x.kind == "load"}
-    stored = {x.src.name for x in s.body if isinstance(x, ir.Move) and x.kind == "store"}
+_TILE_ONLY = ("transpose", "reverse", "gather_cols")   # kernel-only builtins over whole tiles
+
+
+def _compute_loop(x) -> bool:
+    """A loop of computes only (a scan's row steps): part of a pipelined loop's compute stage."""
+    return isinstance(x, ir.For) and bool(x.body) and all(isinstance(y, ir.Assign) for y in x.body)
+
+
+def _one_trip(f) -> bool:
+    return isinstance(f, ir.For) and f.step == 1 and isinstance(f.hi, ir.BinOp) and f.hi.op == "+" and \
+        f.hi.lhs == f.lo and isinstance(f.hi.rhs, ir.Const) and f.hi.rhs.value == 1
+
+
+def _unwrap(s: ir.For, through: bool = True) -> tuple[list, tuple]:
+    """([(var, lo)], body): a loop body that is nested one-trip loops `for u in e..e + 1` (decoding a work unit's
+    indices so that region starts stay affine) seen through them: the pipeline substitutes each `u` by its `e`
+    in the iteration a move belongs to."""
+    decode, body = [], s.body
+    while through and len(body) == 1 and _one_trip(body[0]):
+        decode.append((body[0].var, body[0].lo))
+        body = body[0].body
+    return decode, body
+
+
+def _depths(s: ir.For, through: bool = False) -> dict[str, int]:
+    """Pipeline slots of the tiles a pipelined loop moves: 3 for tiles both loaded and stored, else 2. A tile
+    whose moved rows advance with the loop variable (rows k*S..k*S+S of a slab in iteration k) needs none:
+    every iteration has rows of its own."""
+    moves = [(x.dst if x.kind in ("load", "copy") else x.src, "load" if x.kind == "copy" else x.kind)
+             for x in _unwrap(s, through)[1] if isinstance(x, ir.Move) and x.kind in ("load", "store", "copy")]
+    fixed = {r.name for r, _ in moves if not _advancing(r, s.var)}
+    loaded = {r.name for r, k in moves if k == "load"} & fixed
+    stored = {r.name for r, k in moves if k == "store"} & fixed
     return {n: 3 if n in loaded and n in stored else 2 for n in loaded | stored}
+
+
+def _advancing(ref: ir.Ref, var: str) -> bool:
+    """`ref`'s first index is a slice starting at c * var + ... with c at least its length, and no other index
+    depends on `var`: the regions of different iterations are disjoint."""
+    from gir.affine import to_affine
+    if not ref.index or not isinstance(ref.index[0], ir.Slice):
+        return False
+    a = to_affine(ref.index[0].start)
+    if a is None or a.coeffs.get(var, 0) < _const_len(ref.index[0]):
+        return False
+    for i in ref.index[1:]:
+        for part in ((i.start, i.stop) if isinstance(i, ir.Slice) else (i,)):
+            b = to_affine(part)
+            if b is None or b.coeffs.get(var, 0):
+                return False
+    return True
 
 
 def _const_len(i: ir.Slice) -> int:

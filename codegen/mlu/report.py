@@ -7,7 +7,7 @@ statement scheduled alone with the same schedules, intermediates through GDRAM),
 software pipelining, the pipes' busy time relative to the roofline, GDRAM traffic, and the maximum relative
 error against `gir.evaluate` of a value-simulated run at a smaller size (CHECK). Next to the DMA roofline (the
 issue's criterion) stands the arithmetic floor: the vector work the operator-layer source asks for
-(codegen/mlu/workcount.py, counted from the source so a wasteful kernel cannot raise it) at all cores' compute
+(passes/schedule_mlu/workcount.py, counted from the source so a wasteful kernel cannot raise it) at all cores' compute
 rate; time / max(roofline, arithmetic floor) says how far a kernel is from what this machine allows.
 
 Every simulation runs under a wall-clock cap (CAP_S, a SIGALRM timer): scalar fallback kernels interpret every
@@ -27,10 +27,11 @@ import numpy as np
 
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
+from gir.views import complete_sizes, user_sizes
 from gir.passes.schedule_mlu import schedule_mlu
 from gir.targets.mlu import MLU370
 from gir.targets.mlu.run import run_func
-from gir.codegen.mlu.workcount import count_work
+from gir.passes.schedule_mlu.workcount import count_work
 
 LARGE = {"M": 4096, "N": 4096, "C": 4096}
 SIZES = {"reduce_mid": {"B": 16, "S": 1024, "D": 4096}, "scaled_causal_softmax": {"B": 4, "H": 16, "S": 1024},
@@ -39,16 +40,20 @@ SIZES = {"reduce_mid": {"B": 16, "S": 1024, "D": 4096}, "scaled_causal_softmax":
          "softmax_axis0": {"N": 256, "B": 16, "C": 1024}, "softmax_mid": {"B": 16, "N": 256, "C": 1024},
          "layernorm_bwd": {"M": 4096, "N": 1024}, "rope": {"B": 2, "S": 512, "H": 32, "K": 64},
          "broadcast_scale": {"A": 64, "B": 64, "C": 32, "D": 32}, "channel_stats": {"N": 16, "C": 512, "H": 32, "W": 32},
-         "group_norm_affine": {"N": 16, "G": 32, "CG": 8, "HW": 1024}}
+         "group_norm_affine": {"N": 16, "G": 32, "CG": 8, "HW": 1024},
+         # the language constructs of issue 13 (quasi-affine indices need D = 2K; the view needs C % 4 == 0)
+         "rope_flat": {"S": 4096, "D": 1024, "K": 512}, "group_norm_view": {"N": 16, "C": 256, "H": 32, "W": 32}}
 CHECK = {"M": 257, "N": 1000, "C": 1000, "B": 3, "S": 130, "D": 200, "H": 5}
 CHECK_SIZES = {"group_norm": {"N": 3, "G": 4, "CG": 5, "HW": 130}, "rope": {"B": 2, "S": 33, "H": 3, "K": 7},
                "broadcast_scale": {"A": 3, "B": 7, "C": 33, "D": 5},
                "channel_stats": {"N": 3, "C": 7, "H": 5, "W": 33},
-               "group_norm_affine": {"N": 3, "G": 4, "CG": 5, "HW": 130}}
+               "group_norm_affine": {"N": 3, "G": 4, "CG": 5, "HW": 130},
+               "rope_flat": {"S": 33, "D": 130, "K": 65}, "group_norm_view": {"N": 3, "C": 20, "H": 5, "W": 13}}
 PROBE = {"M": 128, "N": 128, "C": 128, "B": 2, "S": 64, "D": 64, "H": 2}
 PROBE_SIZES = {"group_norm": {"N": 2, "G": 2, "CG": 4, "HW": 64}, "rope": {"B": 2, "S": 16, "H": 2, "K": 8},
                "broadcast_scale": {"A": 2, "B": 4, "C": 8, "D": 8}, "channel_stats": {"N": 2, "C": 4, "H": 4, "W": 8},
-               "group_norm_affine": {"N": 2, "G": 2, "CG": 4, "HW": 64}}
+               "group_norm_affine": {"N": 2, "G": 2, "CG": 4, "HW": 64},
+               "rope_flat": {"S": 16, "D": 64, "K": 32}, "group_norm_view": {"N": 2, "C": 8, "H": 4, "W": 8}}
 CAP_S = 30.0
 LIMIT = 1.15
 REASONS = {   # why a row is above LIMIT (see the pipe columns and docs/mlu.md, Known gaps)
@@ -114,8 +119,10 @@ def schedule_kind(f, sizes, mode: str = "fused") -> str:
 
 
 def _sizes(f, table, default):
-    want = table.get(f.name, default)
-    return {s: want[s] for s in f.size_symbols()} if all(s in want for s in f.size_symbols()) else None
+    """The sizes the table gives for `f` (its own entry, else the default), with the derived sizes of its views;
+    None when a size is missing."""
+    want, names = table.get(f.name, default), user_sizes(f)
+    return complete_sizes(f, {s: want[s] for s in names}) if all(s in want for s in names) else None
 
 
 def measure(path: str) -> dict:
@@ -225,7 +232,7 @@ def main(argv=None) -> None:
           "reductions, permutations, scalar reductions, index values); `per-statement` = no fused schedule for the "
           "whole function, so each statement is scheduled alone (= the op-by-op baseline); `scalar fallback` = "
           "some statement runs as a scalar kernel.")
-    print("* *arith floor*: the vector work the operator-layer source asks for (codegen/mlu/workcount.py: each "
+    print("* *arith floor*: the vector work the operator-layer source asks for (passes/schedule_mlu/workcount.py: each "
           "element-wise op, reduction and conversion once after CSE, over the index domain it depends on; a mul "
           "and an add/sub that `__bang_fusion` could merge count as one simple op) at cycles_<class> per 128-byte "
           f"unit on all {MLU370.total_cores} cores, no per-op issue cost: a lower bound counted from the source, "

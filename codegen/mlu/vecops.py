@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.errors import GirError
-from gir.codegen.mlu.cexpr import c_float
 from gir.passes.schedule_mlu import layout as L
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
@@ -100,7 +99,9 @@ class VecEmitter:
                 name = CONVERT.get((dst.dtype, a.dtype))
                 if name is None:
                     raise GirError(f"no MLU conversion from {a.dtype} to {dst.dtype}", value.loc)
-                self.out.append(f"{name}({dst.ptr}, {a.ptr}, {dst.length});")
+                # the same logical layout on both sides; a 1-byte buffer's length also holds the padding that
+                # keeps its pipeline slots 128-byte aligned (codegen/mlu/emit.py), which the wider side lacks
+                self.out.append(f"{name}({dst.ptr}, {a.ptr}, {min(dst.length, a.length)});")
                 return
         raise GirError("compute not supported by the MLU vector emitter (use scalar tiles)", getattr(value, "loc", None))
 
@@ -108,8 +109,8 @@ class VecEmitter:
     def copy(self, dst: Opd, a: Opd) -> None:
         if a.kind in (CONST, SCALAR):
             self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
-        elif a.kind == dst.kind:
-            self.out.append(f"__bang_mul_scalar({dst.ptr}, {a.ptr}, 1.0f, {dst.length});")
+        elif a.kind == dst.kind:   # the shorter length: a dense tile's row is shorter than a padded vector
+            self.out.append(f"__bang_mul_scalar({dst.ptr}, {a.ptr}, 1.0f, {min(dst.length, a.length)});")
         else:
             self.expand(dst, a)
 
@@ -172,7 +173,8 @@ class VecEmitter:
             self.copy(dst, a)
             return self.binary(dst, fn, dst, b)
         if vec(a) and vec(b) and a.kind == b.kind == dst.kind:
-            self.out.append(f"__bang_{fn}({dst.ptr}, {a.ptr}, {b.ptr}, {dst.length});")
+            n = min(dst.length, a.length, b.length)   # see copy()
+            self.out.append(f"__bang_{fn}({dst.ptr}, {a.ptr}, {b.ptr}, {n});")
             return
         if not vec(b) or (not vec(a) and fn in COMMUTES):
             if not vec(b):

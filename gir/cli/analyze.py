@@ -33,6 +33,9 @@ def run(args) -> int:
     func = pick_func(module, args.func_name, args.file)
     if not func.is_explicit:
         from gir import ir
+        from gir.limits import refuse_empty_tensors
+
+        refuse_empty_tensors(func, "analysing", sizes)
         if args.idfg:  # the function-level graph the compiler optimises
             from gir.passes.base import PassContext
             from gir.passes.manager import PassManager

@@ -18,6 +18,10 @@ def load_verified(path: str, sizes: dict[str, int] | None = None) -> ir.Module:
     verify_module(module)
     if sizes:
         check_sizes_used(module, sizes, path)
+        from gir.views import complete_sizes
+
+        for f in module.funcs:  # the derived sizes of reshape views, each division checked exact (located)
+            complete_sizes(f, sizes)
     check_tensor_sizes(module, sizes or {})
     return module
 
@@ -25,7 +29,9 @@ def load_verified(path: str, sizes: dict[str, int] | None = None) -> ir.Module:
 def size_names(module: ir.Module) -> set[str]:
     """Every size a binding may give: symbolic dimensions of parameters and results, and names used as
     kernel attributes (`block = T`)."""
-    names = {s for f in module.funcs for s in f.size_symbols()}
+    from gir.views import user_sizes
+
+    names = {s for f in module.funcs for s in user_sizes(f)}  # a reshape view's derived sizes are not given
     for f in module.funcs:
         for item in f.body:
             if isinstance(item, ir.Kernel):
@@ -58,7 +64,8 @@ _SIZE_ENTRY = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*([+-]?[0-9]{1,30})\s*", re.AS
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:
-    """`M=4,N=7` → {"M": 4, "N": 7}; a malformed, repeated, non-positive or absurd entry is a usage error."""
+    """`M=4,N=7` → {"M": 4, "N": 7}; a malformed, repeated, negative or absurd entry is a usage error (0 is an
+    empty dimension, gir/empty.py)."""
     sizes: dict[str, int] = {}
     if not text:
         return sizes
@@ -69,8 +76,8 @@ def parse_sizes(text: str | None) -> dict[str, int]:
         key, value = m.group(1), int(m.group(2))
         if key in sizes:
             raise UsageError(f"bad --sizes entry '{part}': {key} is given twice")
-        if value < 1:
-            raise UsageError(f"size {key}={value} must be at least 1")
+        if value < 0:
+            raise UsageError(f"size {key}={value} must be at least 0")
         if value > MAX_SIZE:
             raise UsageError(f"size {key}={value} is too large (at most 2^62)")
         sizes[key] = value

@@ -133,15 +133,19 @@ def _write_outputs(args, per_kernel: dict[str, str], source: str, gir_text: str,
 
 
 def _run_mlu(args, sizes) -> int:
-    """`--target mlu`: passes.schedule_mlu + codegen.mlu; writes NAME.mlu and NAME.json (one file per function)."""
+    """`--target mlu`: the MLU's compile pipeline (`gir passes --default --target mlu-sim`, or --passes) and
+    codegen.mlu; writes NAME.mlu and NAME.json (one file per function)."""
     from gir.codegen.mlu import emit_func
     from gir.printer import print_module
-    from gir.passes.schedule_mlu import schedule_mlu
+
+    from gir.cli.pipeline import lower
 
     module = load_verified(args.file, sizes)
     if not sizes and any(f.size_symbols() for f in module.funcs if not f.is_explicit):
         raise UsageError("--target mlu needs --sizes (MLU kernels have static tiles), e.g. --sizes M=4096,N=1024")
-    funcs = [f if f.is_explicit else schedule_mlu(f, sizes) for f in module.funcs]
+    lowered = lower(module, "mlu-sim", sizes, args, args.file)
+    require_mlu_kernels(lowered, getattr(args, "passes", None), {f.name for f in module.funcs if not f.is_explicit})
+    funcs = list(lowered.funcs)
     check_kernels(ir.Module(tuple(funcs)), "mlu", sizes, args)
     srcs = {f.name: emit_func(f) for f in funcs}
     gir_text = print_module(ir.Module(tuple(funcs)))
@@ -154,3 +158,30 @@ def _run_mlu(args, sizes) -> int:
         per_func[name + ".json"] = json.dumps(metas[-1], indent=2) + "\n"
     source = "".join(k.source for ks in srcs.values() for k in ks)
     return _write_outputs(args, per_func, source, gir_text, json.dumps(metas, indent=2) + "\n")
+
+
+def require_mlu_kernels(module: ir.Module, pipeline: str | None, scheduled: set[str]) -> None:
+    """A located error when the pipeline (one given with --passes) scheduled GPU kernels for an operator-layer
+    function (named in `scheduled`) where the MLU needs its own."""
+    for f in (f for f in module.funcs if f.name in scheduled):
+        for k in f.kernels:
+            gpu = next((s for s in _parallels(k.body) if s.level not in (ir.ParLevel.cluster, ir.ParLevel.core)),
+                       None)
+            if gpu is not None:
+                from gir.errors import GirError
+                raise GirError(f"kernel '{k.name}' runs on @{gpu.level.value}, a GPU level: the MLU target needs "
+                               "kernels over @cluster and @core", gpu.loc or k.loc or f.loc,
+                               [f"pipeline: {pipeline}" if pipeline else "the MLU's pipeline",
+                                "end it with 'schedule{target=mlu-sim}' (see `gir passes --default --target "
+                                "mlu-sim`)"])
+
+
+def _parallels(stmts):
+    for s in stmts:
+        if isinstance(s, ir.Parallel):
+            yield s
+            yield from _parallels(s.body)
+        elif isinstance(s, (ir.For,)):
+            yield from _parallels(s.body)
+        elif isinstance(s, ir.If):
+            yield from _parallels(s.then + s.orelse)

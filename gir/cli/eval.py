@@ -40,8 +40,9 @@ def run(args) -> int:
     for name, arr in outputs.items():
         a = np.asarray(arr, dtype=np.float64)
         with np.errstate(all="ignore"):  # inf - inf in the mean of an overflowed result is just nan
-            print(f"{name}: {arr.dtype}{list(arr.shape)}  min={a.min():.6g} max={a.max():.6g} "
-                  f"mean={a.mean():.6g} sum={a.sum():.6g}")
+            stats = (f"min={a.min():.6g} max={a.max():.6g} mean={a.mean():.6g} sum={a.sum():.6g}" if a.size
+                     else "empty (a zero-size dimension)")
+            print(f"{name}: {arr.dtype}{list(arr.shape)}  {stats}")
         if args.show:
             print(np.array2string(np.asarray(arr), threshold=200))
     if args.output:

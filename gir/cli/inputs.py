@@ -57,22 +57,28 @@ def load_inputs(path: str, func: ir.Func, sizes: dict[str, int]) -> dict[str, np
     for p in func.params:
         if p.name in arrays:
             given[p.name] = _checked(p, arrays[p.name], sizes)
+    from gir.views import complete_sizes
+
+    complete_sizes(func, sizes)  # derived sizes of reshape views from the sizes the arrays gave
     return given
 
 
 def _checked(p: ir.Param, arr: np.ndarray, sizes: dict[str, int]) -> np.ndarray:
     """`arr` as input `p` (bf16 from 'V2', native byte order), binding the sizes it gives; GirError at the
     declaration of `p` if its type or shape is not the declared one."""
+    from gir.views import outer_type
+
+    declared_type = outer_type(p)  # a reshape view's input comes in its declared shape
     want_dtype = p.type.dtype.numpy
     if p.type.dtype == ir.DType.bf16 and arr.dtype == np.dtype("V2"):  # numpy.savez stores bfloat16 as V2
         arr = arr.view(want_dtype)
     elif arr.dtype != want_dtype and arr.dtype.newbyteorder("=") == want_dtype:  # big-endian f32, ...
         arr = arr.astype(want_dtype)
-    if arr.ndim == p.type.rank:
-        for d, n in zip(p.type.shape, arr.shape):
+    if arr.ndim == declared_type.rank:
+        for d, n in zip(declared_type.shape, arr.shape):
             if isinstance(d, str) and d not in sizes and n >= 1:
                 sizes[d] = n
-    declared = tuple(sizes.get(d, d) for d in p.type.shape)
+    declared = tuple(sizes.get(d, d) for d in declared_type.shape)
     if arr.dtype != want_dtype or arr.shape != declared:
         want = ", ".join(str(d) for d in declared)
         got = ", ".join(str(n) for n in arr.shape)

@@ -15,8 +15,8 @@ def register(sub) -> None:
     p.add_argument("--default", action="store_true",
                    help="print the default pipeline and exit: that of `gir opt`, or with --target that of "
                         "`gir compile --target T`")
-    add_target_argument(p, {"sim": "sim", "cuda": "cuda", "hip": "hip"}, None,
-                        "with --default: the compile target (the MLU schedules outside the pipeline);")
+    add_target_argument(p, {"sim": "sim", "cuda": "cuda", "hip": "hip", "mlu-sim": "mlu-sim"}, None,
+                        "with --default: the compile target (mlu-sim, alias mlu: the simulated MLU);")
     p.add_argument("--sizes", metavar="M=4,N=7", help="with --default --target: the size hints of the pipeline")
     p.set_defaults(func=run)
 

@@ -30,11 +30,16 @@ def lower(module: ir.Module, target: str, sizes: dict[str, int], args, filename:
     from gir.passes.middle import default_pipeline_text
     from gir.passes.remarks import select
 
+    from gir.limits import refuse_empty_tensors
+
+    for f in module.funcs:
+        if not f.is_explicit:
+            refuse_empty_tensors(f, "compiling", sizes)   # (gir run specialises empty bindings first)
     text = getattr(args, "passes", None) or default_pipeline_text(target, sizes, check=not getattr(args, "no_check",
                                                                                                     False))
     instruments = instruments_from_args(args) if hasattr(args, "print_ir_after_all") else []
     verify = verify_each_from_args(args) if hasattr(args, "no_verify_each") else False
-    ctx = PassContext(filename=filename, target=target)
+    ctx = PassContext(filename=filename, target=target, options={"bound_sizes": dict(sizes or {})})
     try:
         state = PassManager(text, instruments, verify_each=verify).run(module, ctx)
     finally:

@@ -69,15 +69,25 @@ def register(sub) -> None:
 
 
 def _lower(module: ir.Module, sizes, args) -> ir.Module:
-    """The compile pipeline of the GPU target that runs it (sim schedules as cuda does, with warps of 32)."""
+    """The compile pipeline of the target that runs it (sim schedules as cuda does, with warps of 32; mlu-sim
+    through its own default pipeline, `gir passes --default --target mlu-sim`)."""
     from gir.cli.pipeline import lower
     from gir.source import display_name
+    if args.target == "mlu-sim":
+        from gir.cli.compile import require_mlu_kernels
+        out = lower(module, "mlu-sim", sizes, args, display_name(args.file))
+        require_mlu_kernels(out, getattr(args, "passes", None), {f.name for f in module.funcs if not f.is_explicit})
+        return out
     return lower(module, "cuda" if args.target == "cuda" else "sim", sizes, args, display_name(args.file))
 
 
 def run(args) -> int:
+    from types import SimpleNamespace
+
+    from gir.empty import has_empty, specialize_empty
     from gir.evaluate import check_footprint, domain_ranges, evaluate, random_inputs
     from gir.targets.registry import get_target
+    from gir.views import has_views, to_outer, to_view
 
     target = get_target(args.target)
     sizes = parse_sizes(args.sizes)
@@ -88,9 +98,14 @@ def run(args) -> int:
     check_footprint(func, sizes)  # before lowering: huge sizes are an error at the source declaration
     reference = None
     check = args.check or (func.is_explicit and not args.no_check)
+    empty = None
     if not func.is_explicit:
         reference = func
-        if target.family == "gpu":  # the MLU runner schedules operator-layer functions itself
+        if has_empty(func, sizes):   # zero-size dimensions: run what remains, the rest is empty (gir/empty.py)
+            empty = specialize_empty(func, sizes)
+            func = empty.func or func
+            check = check and empty.func is not None
+        if empty is None or empty.func is not None:   # the target's compile pipeline (--passes replaces it)
             func = _lower(ir.Module((func,)), sizes, args).func(func.name)
     elif args.reference:
         ref_module = load_verified(args.reference)
@@ -106,31 +121,43 @@ def run(args) -> int:
         for w in check_module(ir.Module((func,)), "cuda" if target.family == "gpu" else "mlu", sizes, False):
             print(w.format(), file=sys.stderr)
     ranges = {**domain_ranges(reference or func), **ranges}
-    inputs = random_inputs(func, sizes, np.random.default_rng(args.seed), ranges, given)
+    outer = reference or func  # arrays cross the boundary in their declared shapes (reshape views: gir/views.py)
+    inputs = random_inputs(outer, sizes, np.random.default_rng(args.seed), ranges, given)
     try:
         with np.errstate(all="ignore"):  # f32 overflow to inf is the program's semantics; the table shows it
-            result = _execute(target, func, inputs, sizes, not args.no_races)
+            if empty is not None and empty.func is None:   # every result is empty: nothing to run
+                result = SimpleNamespace(outputs={}, stats=None)
+            else:
+                viewed = to_view(outer, inputs, sizes)
+                if empty is not None:
+                    viewed = {p.name: viewed[p.name] for p in empty.func.params}
+                result = _execute(target, func, viewed, sizes, not args.no_races)
     except MemoryError:
         raise GirError(f"out of memory running '{func.name}' on target '{target.name}'", func.loc,
                        ["a buffer is too large at these sizes; use smaller --sizes (and do not skip the "
                         "capacity check with --no-check)"]) from None
     if result is None:  # the target cannot run here (no GPU): an error, not a usage mistake
         return 1
+    for r in getattr(result, "remarks", ()):  # remarks of a runner that scheduled the function itself
+        print(r.format(), file=sys.stderr)
+    computed = result.outputs if empty is None else empty.outputs(result.outputs, reference.results)
+    outputs = to_outer(outer, computed, sizes)
     status = 0
     if reference is not None:
         from gir.rounding import rounding_bound
 
         with np.errstate(all="ignore"):  # as for the run: NaN and inf are compared, not warned about
-            expected = evaluate(reference, inputs, compute_dtype=np.float64)
-            bounds = rounding_bound(reference, inputs)
-        status = _compare(result.outputs, expected, {p.name: p.type.dtype for p in func.results}, bounds)
+            bound = dict(sizes) if has_views(reference) else None  # a view's own sizes (G) come from no input
+            expected = evaluate(reference, inputs, bound, compute_dtype=np.float64)
+            bounds = to_outer(reference, rounding_bound(reference, inputs, bound), sizes)
+        status = _compare(outputs, expected, {p.name: p.type.dtype for p in (reference or func).results}, bounds)
     else:
-        _summary(result.outputs)
+        _summary(outputs)
     stats = getattr(result, "stats", None)
     if isinstance(stats, dict):
-        _mlu_report(stats, inputs, result.outputs)
+        _mlu_report(stats, inputs, outputs)
     elif stats is not None:
-        _traffic(stats, inputs, result.outputs)
+        _traffic(stats, inputs, outputs)
     elif getattr(result, "seconds", 0):
         print(f"device time: {result.seconds * 1e6:.1f} us")
     return status
@@ -236,5 +263,5 @@ def _mlu_report(stats: dict, inputs, outputs) -> None:
     compulsory = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
     roofline = compulsory / MLU370.gdram_bandwidth
     print(f"simulated time: {stats['seconds'] * 1e6:.2f} us over {len(stats.get('kernels', []))} kernel(s); "
-          f"DMA roofline {roofline * 1e6:.2f} us (ratio {stats['seconds'] / roofline:.3f}); "
+          f"DMA roofline {roofline * 1e6:.2f} us (ratio {stats['seconds'] / roofline if roofline else float('nan'):.3f}); "
           f"GDRAM traffic {stats['gdram_traffic_bytes']:.0f} bytes vs compulsory {compulsory}")

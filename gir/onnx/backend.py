@@ -37,7 +37,8 @@ DEFAULT_PREFIXES = (
     "test_reciprocal", "test_max", "test_min", "test_sum", "test_mean", "test_clip", "test_sign",
     "test_isnan", "test_isinf", "test_not", "test_and", "test_or", "test_xor", "test_equal", "test_less",
     "test_greater", "test_identity", "test_squeeze", "test_unsqueeze", "test_reshape", "test_flatten",
-    "test_expand", "test_slice", "test_dropout", "test_cumsum")
+    "test_expand", "test_slice", "test_dropout", "test_cumsum", "test_floor", "test_ceil", "test_round",
+    "test_sin", "test_cos", "test_tan", "test_swish")
 
 
 @dataclass

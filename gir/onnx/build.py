@@ -17,6 +17,8 @@ import onnx
 from gir import ir
 from gir.onnx.model import Graph
 from gir.onnx.names import Namer, index_vars, sanitize
+from gir.scan import is_scan
+from gir.views import make_view
 from gir.walk import walk
 
 Index = tuple[ir.Expr, ...]
@@ -24,7 +26,8 @@ Body = Callable[[Index], ir.Expr]
 
 LANGUAGE_REACH = "(issue: language reach)"
 
-_DTYPES = {onnx.TensorProto.FLOAT: ir.DType.f32, onnx.TensorProto.FLOAT16: ir.DType.f16,
+_DTYPES = {onnx.TensorProto.FLOAT: ir.DType.f32, onnx.TensorProto.DOUBLE: ir.DType.f64,
+           onnx.TensorProto.FLOAT16: ir.DType.f16,
            onnx.TensorProto.BFLOAT16: ir.DType.bf16, onnx.TensorProto.INT32: ir.DType.i32,
            onnx.TensorProto.INT64: ir.DType.i64, onnx.TensorProto.BOOL: ir.DType.bool}
 
@@ -43,8 +46,6 @@ class Unsupported(Exception):
 def gir_dtype(elem_type: int) -> ir.DType:
     if elem_type in _DTYPES:
         return _DTYPES[elem_type]
-    if elem_type == onnx.TensorProto.DOUBLE:
-        raise Unsupported("float64 is not a GIR element type yet " + LANGUAGE_REACH, "dtype")
     name = onnx.TensorProto.DataType.Name(elem_type).lower() if elem_type else "unknown"
     raise Unsupported(f"element type {name} is not a GIR element type", "dtype")
 
@@ -59,6 +60,11 @@ class Value:
     @property
     def rank(self) -> int:
         return len(self.shape)
+
+
+def view_dims(shape: Sequence[ir.Dim]) -> tuple[ir.Expr, ...]:
+    """The dimensions of a reshape view (`as [...]`) of an ONNX shape: integers and size names."""
+    return tuple(ir.Var(d) if isinstance(d, str) else ir.Const(d) for d in shape)
 
 
 def literal(value, dtype: ir.DType) -> ir.Const:
@@ -181,6 +187,34 @@ class FunctionBuilder:
                               "attribute")
         return value
 
+    def viewed_input(self, node: onnx.NodeProto, k: int, shape: tuple[ir.Dim, ...]) -> Value | None:
+        """Node input k as a new parameter declared in its ONNX shape and viewed in `shape` (a reshape: the same
+        row-major bytes, docs/gir.md "Views"); None when the tensor is already a Value of this function. The
+        tensor cannot also be read in its own shape here (one parameter, one view): such a read blames this
+        node, which is then left out."""
+        name = node.input[k]
+        if name in self.values:
+            return None
+        dtype, outer = self.tensor_type(name)
+        pname = self.namer.fresh(name)
+        inner, view = make_view(ir.TensorType(dtype, outer), view_dims(shape), None)
+        self.params.append(ir.Param(pname, inner, view))
+        self.inputs[pname] = name
+        const = self.graph.constants.get(name)
+        if const is not None:
+            self.constant_inputs[pname] = const
+        self.values[name] = self.unreadable(dtype, outer, f"'{name}' is read reshaped here, so it cannot also "
+                                            "be read in its own shape (a parameter has one view)")
+        return self.stored(pname, dtype, shape, every_axis=True)
+
+    def unreadable(self, dtype: ir.DType, shape: tuple[ir.Dim, ...], why: str) -> Value:
+        """A Value whose reading leaves out the node being lowered now (the one that made it)."""
+        node = self.node_index
+
+        def read(idx: Index) -> ir.Expr:
+            raise Unsupported(why + " " + LANGUAGE_REACH, "language", node=node)
+        return Value(dtype, shape, read)
+
     # --------------------------------------------------------------- values
     def stored(self, name: str, dtype: ir.DType, shape: tuple[ir.Dim, ...], every_axis: bool) -> Value:
         """A Value reading tensor `name`. `every_axis`: parameters and results keep their axes of extent 1
@@ -231,13 +265,29 @@ class FunctionBuilder:
         is_result = name is not None and name in self.result_names
         if not is_result:
             self._check_ranges([var_of[d] for d in keep], expr)
-            if name is not None and dtype in (ir.DType.f16, ir.DType.bf16):
+            if name is not None and dtype in (ir.DType.f16, ir.DType.bf16) and not is_scan(expr):
+                # (a scan is the whole right-hand side; it rounds once per element into its type itself)
                 expr = ir.Call(dtype.value, (expr,))  # ONNX stores a 16-bit tensor; GIR would keep f32
         self.body.append(ir.Assign(ir.Ref(gname, tuple(ir.Var(var_of[d]) for d in keep)), expr))
         value = self.stored(gname, dtype, shape, every_axis=is_result)
         if name is not None:
             self.values[name] = value
         return value
+
+    def define_viewed(self, name: str, value: Value, outer: tuple[ir.Dim, ...]) -> None:
+        """Result `name`, declared in its ONNX shape `outer` and viewed in `value`'s shape (a reshape of a tensor
+        of this function): one statement copying `value` in the view's indices; the bytes are those of `outer`."""
+        gname = self.namer.fresh(name)
+        inner, view = make_view(ir.TensorType(value.dtype, outer), view_dims(value.shape), None)
+        self.results[name] = ir.Param(gname, inner, view)
+        self.outputs[gname] = name
+        names = index_vars(value.rank, self.avoid)
+        idx = tuple(ir.Const(0) if n == 1 else ir.Var(v) for n, v in zip(value.shape, names))
+        self._views = []
+        self._stmt_vars = set(names)
+        self.body.append(ir.Assign(ir.Ref(gname, tuple(ir.Var(v) for v in names)), value.read(idx)))
+        self.values[name] = self.unreadable(value.dtype, outer, f"'{name}' is a reshaped result of this function; "
+                                            "reading it here in its own shape")
 
     def reduce(self, name: str | None, op: str, dtype: ir.DType, in_shape: tuple[ir.Dim, ...],
                axes: Sequence[int], body: Body, keepdims: bool = True, hint: str | None = None,

@@ -77,6 +77,7 @@ def load_graph(source: str | os.PathLike | onnx.ModelProto) -> Graph:
     graph = Graph(model, list(g.node), tensors, constants,
                   [i.name for i in g.input if i.name not in constants], [o.name for o in g.output], opset)
     _fold_constants(graph)
+    _reinfer(graph)
     for k, node in enumerate(graph.nodes):
         for name in node.output:
             if name:
@@ -110,6 +111,41 @@ def _fold_constants(graph: Graph) -> None:
                 graph.tensors[name] = TensorInfo(name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype),
                                                  tuple(value.shape))
         graph.folded.add(k)
+
+
+def _reinfer(graph: Graph) -> None:
+    """Shape inference again, with the folded values as initializers: a shape computed in the graph (GroupNorm's
+    expanded `Concat(Shape(x)[0], G, C / G, ...)`) then gives static output shapes where the first inference
+    had only unknown dimensions. Shapes it finds replace those of the first inference."""
+    computed = {k for k in graph.folded if graph.nodes[k].op_type != "Constant"}
+    if not computed:
+        return
+    model = onnx.ModelProto()
+    model.CopyFrom(graph.model)
+    g = model.graph
+    initialized = {init.name for init in g.initializer}
+    folded_outputs = {o for k in graph.folded for o in graph.nodes[k].output if o}
+    keep = [n for k, n in enumerate(graph.nodes) if k not in graph.folded]
+    del g.node[:]
+    g.node.extend(keep)
+    g.initializer.extend(numpy_helper.from_array(graph.constants[name], name)
+                         for name in sorted(folded_outputs - initialized) if name in graph.constants)
+    del g.value_info[:]
+    try:
+        model = shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # best effort, as the first inference
+        return
+    for vi in model.graph.value_info:
+        if vi.name in graph.constants:
+            continue
+        info = _tensor_info(vi)
+        old = graph.tensors.get(vi.name)
+        if info.shape is not None and (old is None or old.shape is None or _known(info) >= _known(old)):
+            graph.tensors[vi.name] = info
+
+
+def _known(info: TensorInfo) -> int:
+    return sum(isinstance(d, int) for d in info.shape or ())
 
 
 def _fold(graph: Graph, node: onnx.NodeProto) -> list[np.ndarray] | None:

@@ -1,6 +1,6 @@
 """Helpers for writing operator-layer passes: traversal, rewriting, substitution and value kinds.
 
-These are public: plugins may use them (`from passes.builtin.exprs import map_expr, expr_kind`).
+These are public: plugins may use them (`from gir.passes.builtin.exprs import map_expr, expr_kind`).
 """
 from __future__ import annotations
 
@@ -8,27 +8,9 @@ import dataclasses
 from typing import Callable, Iterator
 
 from gir import ir
+from gir.walk import map_expr  # noqa: F401  (public here: plugins import it from this module)
 
 KIND_FLOAT, KIND_INT, KIND_BOOL = "float", "int", "bool"
-
-
-def map_expr(e, fn: Callable):
-    """Rebuild `e` bottom-up: children first, then `fn(node)` (return the node itself to keep it)."""
-    if isinstance(e, ir.Ref):
-        index = tuple(map_expr(i, fn) for i in e.index)
-        e = e if index == e.index else dataclasses.replace(e, index=index)
-    elif isinstance(e, ir.Slice):
-        start, stop = map_expr(e.start, fn), map_expr(e.stop, fn)
-        return dataclasses.replace(e, start=start, stop=stop)  # slices are not expressions: no fn
-    elif isinstance(e, ir.BinOp):
-        e = dataclasses.replace(e, lhs=map_expr(e.lhs, fn), rhs=map_expr(e.rhs, fn))
-    elif isinstance(e, ir.UnOp):
-        e = dataclasses.replace(e, operand=map_expr(e.operand, fn))
-    elif isinstance(e, ir.Call):
-        e = dataclasses.replace(e, args=tuple(map_expr(a, fn) for a in e.args))
-    elif isinstance(e, ir.Reduce):
-        e = dataclasses.replace(e, arg=map_expr(e.arg, fn))
-    return fn(e)
 
 
 def walk(e) -> Iterator:
@@ -151,6 +133,8 @@ def expr_kind(e, types: dict[str, ir.TensorType]) -> str | None:
             return KIND_FLOAT
         return _numeric(expr_kind(e.lhs, types), expr_kind(e.rhs, types))
     if isinstance(e, ir.Reduce):
+        if e.op in ir.ARG_REDUCTIONS:
+            return KIND_INT
         return KIND_FLOAT if e.op == "mean" else expr_kind(e.arg, types)
     if isinstance(e, ir.Call):
         if e.fn in ir.CASTS:

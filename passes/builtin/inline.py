@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from gir import ir
 from gir.passes.base import ModulePass, PassContext
+from gir.scan import scan_of
 from gir.passes.builtin.exprs import has_reduce, map_expr, map_operator_funcs, refs, substitute_vars, var_names
 
 
@@ -60,7 +61,7 @@ class InlineElementwise(ModulePass):
 def _inlinable_def(s: ir.Assign, sizes: set[str]) -> bool:
     lhs = [i.name for i in s.target.index if isinstance(i, ir.Var)]
     return (len(lhs) == len(s.target.index) and len(set(lhs)) == len(lhs) and not has_reduce(s.value)
-            and var_names(s.value) - sizes <= set(lhs) and s.target.name not in {r.name for r in refs(s.value)})
+            and scan_of(s.value) is None and var_names(s.value) - sizes <= set(lhs) and s.target.name not in {r.name for r in refs(s.value)})
 
 
 def _uses(e, name: str) -> list[ir.Ref | None]:

@@ -6,9 +6,10 @@
     dead-stores      @global writes nobody reads removed                    (forward.py)
     load-cse         one load per element and team point                    (loadcse.py)
     promote          memory level per kept value, z3 Optimize               (promote.py)
-    schedule         the search: decision records, recipes, cost, checks   (search/)
+    schedule         the search: decision records, recipes, cost, checks   (search/; the MLU's: search/mlu.py)
 
-`default_pipeline(target, sizes)` is the text `gir compile` runs; `lower_module` runs it from Python.
+`default_pipeline_text(target, sizes)` is the text `gir compile` runs (for cuda, hip, sim and mlu-sim alike);
+`lower_module` runs it from Python.
 """
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from gir import ir
 
 def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = None, machine: str = "",
                           check: bool = True) -> str:
-    """The default compile pipeline of a GPU target, as text (`gir passes --default --target T`)."""
+    """The default compile pipeline of a target, as text (`gir passes --default --target T`). Every target runs
+    the same passes; on mlu-sim (alias mlu) promote plans with the MLU's capacities (passes/machines/mlu370.json)
+    and schedule's recipes are the MLU strategies (search/mlu.py), which need every size in `sizes`."""
+    from gir.passes.middle.search.mlu import is_mlu
     from gir.passes.middle.forward import DeadStores, ForwardStores
     from gir.passes.middle.fuse import Fuse
     from gir.passes.middle.loadcse import LoadCSE
@@ -25,6 +29,8 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     from gir.passes.middle.search.schedule import Schedule
     from gir.passes.pipeline import PassPipeline
     hints = tuple(f"{k}={v}" for k, v in (sizes or {}).items())
+    if is_mlu(target):
+        target, check = "mlu-sim", True   # (the MLU's kernels are checked by gir compile / gir run --check)
     passes = (NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
               Promote(target=target, machine=machine, sizes=hints),
               Schedule(target=target, sizes=hints, machine=machine, check=check))
@@ -46,4 +52,5 @@ def run_default(module: ir.Module, target: str = "cuda", options: dict | None = 
     text = default_pipeline_text(target, opts.get("sizes"), opts.get("machine") or "", opts.get("check", True))
     ctx = ctx or PassContext(target=target)
     ctx.options.update({k: v for k, v in opts.items() if k not in ("sizes", "machine", "check")})
+    ctx.options.setdefault("bound_sizes", dict(opts.get("sizes") or {}))
     return PassManager(text, verify_each=False).run(module, ctx), ctx

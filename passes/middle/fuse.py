@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
+from gir.scan import scan_of
 from gir.walk import reductions_preorder
 from gir.passes.base import GraphPass, PassContext
 from gir.passes.middle import relations as rel
@@ -42,6 +43,7 @@ class Fuse(GraphPass):
     def apply(self, ctx: PassContext, graph):
         for fg in graph.graphs():
             fuse_func(fg, ctx, self.max_stmts, self.max_depth)
+            fg.fused = True
         return graph
 
 
@@ -60,6 +62,13 @@ def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0, 
         for lo, hi in _targets(g, groups, s.id):
             members = [m for k in range(lo, hi + 1) for m in groups[k]]
             if max_stmts and len(members) >= max_stmts:
+                continue
+            scans = [m for m in members + [s.id] if scan_of(g.stmts[m].value) is not None]
+            if scans:  # a scan is its own kernel (passes/middle/search/scan.py); no team holds its whole axis
+                if ctx is not None and _reads_from(g, members, s.id):
+                    ctx.remark("fuse", "missed", f"'{s.target}' is not fused with {_names(g, members)}: a scan "
+                               f"('{g.stmts[scans[0]].target}') runs as a kernel of its own; write element-wise "
+                               "producers into the scan's operand to fuse them", s.loc)
                 continue
             d = 1 + max([depth[p] for p in _producers(g, s.id) if p in members and not g.stmts[p].is_reduction],
                         default=0)

@@ -148,6 +148,7 @@ class FuncGraph:
         self.buffers: dict[str, Buffer] = {}
         self.groups: list[Group] = []
         self.params: tuple[str, ...] = func.size_symbols()
+        self.fused = False   # the fuse pass ran over it (the MLU schedule runs op by op otherwise)
 
     # ------------------------------------------------------------------ queries
     @property

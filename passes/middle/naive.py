@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.shapes import func_info
+from gir.passes.analysis.index_bounds import clamp_guarded
 from gir.passes.builtin.exprs import children
 from gir.passes.middle import relations as rel
 from gir.passes.middle.graph import Buffer, Dep, FuncGraph, Group, ModuleGraph, Node, Stmt
@@ -19,15 +20,18 @@ def build_module(module: ir.Module) -> ModuleGraph:
 
 def build_func(func: ir.Func) -> FuncGraph:
     from gir.limits import refuse_empty_tensors
+    from gir.passes.builtin.argreduce import lower_arg_reductions
 
     refuse_empty_tensors(func)
+    func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions every target runs
     info = func_info(func)
     g = FuncGraph(func, info)
     results = {p.name for p in func.results}
     for p in func.params:
         g.buffers[p.name] = Buffer(p.name, p.type, "input")
     for st in info.stmts:
-        s = Stmt(len(g.stmts), st.stmt.target.name, st.out_vars, dict(st.ranges), st.stmt.value,
+        value = clamp_guarded(func, info.types, st.stmt.value, st.ranges)  # both select branches are computed
+        s = Stmt(len(g.stmts), st.stmt.target.name, st.out_vars, dict(st.ranges), value,
                  dict(st.reduce_vars), st.stmt.loc)
         g.stmts.append(s)
         role = "result" if s.target in results else "temp"

@@ -26,6 +26,7 @@ from gir.passes.middle import relations as rel
 from gir.passes.middle.graph import FuncGraph
 
 REG_SHARE = 0.25       # of a thread's registers that kept values may take (the rest: caches, addresses)
+NRAM_SHARE = 0.25      # of an MLU core's NRAM that kept values may take
 OP_COST = 0.5          # bytes-equivalent of one arithmetic op per element (memory-bound machines)
 REG_COST, SHARED_COST = 0.05, 0.25  # per element kept, bytes-equivalent
 
@@ -43,7 +44,11 @@ class Promote(GraphPass):
 
     def apply(self, ctx: PassContext, graph):
         from gir.passes.middle.search.options import parse_hints
-        m = machine_for(self.target if self.target in ("cuda", "hip", "sim") else "cuda", self.machine or None)
+        from gir.passes.middle.search.mlu import is_mlu, mlu_machine
+        if is_mlu(self.target):   # a team is one MLU core: kept values go to its NRAM
+            m = mlu_machine(self.machine)
+        else:
+            m = machine_for(self.target if self.target in ("cuda", "hip", "sim") else "cuda", self.machine or None)
         hints = parse_hints(self.sizes)
         for fg in graph.graphs():
             promote_func(fg, m, hints, ctx)
@@ -78,8 +83,7 @@ def promote_func(g: FuncGraph, m, hints: dict[str, int], ctx: PassContext | None
                 reg_w[t, "reg"] = words * max(1, elem // 4)
                 smem_w[t, "shared"] = words * elem
             costs[t] = opts
-        budget = m.max_regs_per_thread * REG_SHARE
-        choice = optimize_choices(costs, [(reg_w, budget), (smem_w, m.smem_per_block_default / 256)])
+        choice = optimize_choices(costs, list(zip((reg_w, smem_w), capacities(m))))
         for t, level in choice.items():
             b = g.buffers[t]
             if b.level != level and ctx is not None:
@@ -94,6 +98,15 @@ def promote_func(g: FuncGraph, m, hints: dict[str, int], ctx: PassContext | None
                 for n in g.nodes:
                     if n.kind == "load" and n.tensor == t:
                         n.forwarded = False
+
+
+def capacities(m) -> tuple[float, float]:
+    """(register words, shared bytes) one team point may keep. A GPU: REG_SHARE of a thread's registers and the
+    block's shared memory over 256 threads. The MLU (an MluMachine): no register tiles (vector operands live in
+    NRAM), NRAM_SHARE of a core's NRAM as the 'shared' level (the rest: pipeline slots and scratch tiles)."""
+    if hasattr(m, "nram_bytes"):
+        return 0.0, m.nram_bytes * NRAM_SHARE
+    return m.max_regs_per_thread * REG_SHARE, m.smem_per_block_default / 256
 
 
 def _ops(e) -> int:

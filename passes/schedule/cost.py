@@ -111,6 +111,22 @@ def _misaligned(rk: RowKernel, itemsize: int, cfg: RowConfig, m: GpuMachine, hin
     return itemsize * frac * SECTOR / (m.warp * cfg.vec * itemsize)
 
 
+def _cin_stride(rk: RowKernel, c, hints: dict[str, int]) -> int:
+    """Elements between the addresses of a column operand at consecutive innermost-column positions, at the
+    hinted sizes (1 where its index is not affine in it: a data-dependent gather counts as contiguous)."""
+    from gir.affine import to_affine
+
+    shape = rk.types[c.ref.name].shape
+    stride, step = 0, 1
+    for k in range(len(c.ref.index) - 1, -1, -1):
+        aff = to_affine(c.ref.index[k])
+        if aff is None:
+            return 1
+        stride += aff.coeffs.get(rk.cin, 0) * step
+        step *= hint(shape[k], hints)
+    return max(1, abs(stride))
+
+
 def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]) -> Estimate | None:
     g = rk.g
     cin = hint(g.C[-1], hints)
@@ -138,9 +154,10 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     bc_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if c.broadcast)
     # a row result is stored by one thread: a whole sector per row
     out_b = sum(rk.types[n].dtype.nbytes * ncol for n in rk.full_stores) + SECTOR * len(rk.row_stores)
-    # element-wise (gather) operands: lanes `vec` elements apart touch up to `vec` times the sectors
-    waste = sum(c.dtype.nbytes * ncol * (min(cfg.vec, 8) - 1) for c in rk.colrefs
-                if c.mode == "elem" and not c.broadcast)
+    # element-wise (gather) operands: consecutive lanes are `vec * stride` elements apart (stride: the tensor's
+    # step along the innermost column, e.g. a row count for x[c, r]), up to a whole sector per element
+    waste = sum(ncol * (min(SECTOR, c.dtype.nbytes * _cin_stride(rk, c, hints) * min(cfg.vec, 8)) - c.dtype.nbytes)
+                for c in rk.colrefs if c.mode == "elem" and not c.broadcast)
     dram = rows * ((row_in + waste) * passes + out_b) + bc_in
     if not cfg.shift:  # rows starting off a sector: one more sector per warp access of a row tensor
         mis_in = sum(_misaligned(rk, c.dtype.nbytes, cfg, m, hints) * ncol for c in rk.colrefs

@@ -17,7 +17,7 @@ from gir.passes.schedule import shift
 from gir.passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, region,
                                   simplify, subst, tile)
 from gir.passes.schedule.groups import cvar, rvar
-from gir.passes.schedule.kinds import F32
+from gir.passes.schedule.kinds import compute_dtype
 from gir.passes.schedule.rowplan import ColRef, RowAnalysis, RowConfig, _Unsupported, staged_rows
 
 __all__ = ["RowKernel", "RowConfig", "ColRef", "_Unsupported"]
@@ -103,8 +103,7 @@ class RowKernel(RowAnalysis):
             L(alloc(f"{px}o_{name}", self.types[name].dtype, [cfg.vec], "reg"))
 
     def _rowdt(self, name: str) -> ir.DType:
-        d = self.types[name].dtype
-        return F32 if d.is_float else d
+        return compute_dtype(self.types[name].dtype)
 
     def _body(self, L: Lines, cfg: RowConfig, px: str, NW: int, bvars: list[str]) -> None:
         g = self.g

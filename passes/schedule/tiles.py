@@ -34,6 +34,14 @@ def _update(op: str, acc: str, val: str) -> str:
     return {"sum": f"{acc} + {val}", "prod": f"{acc} * {val}"}.get(op) or f"{op}({acc}, {val})"
 
 
+def tile_vector_width(width: int, nbytes: int) -> int:
+    """Elements per vector access of a `width`-element tile of `nbytes`-byte elements: the widest power of two
+    (a width gir/verify_kernel accepts) that divides `width` and fits 16 bytes; 1 when none does (odd widths)."""
+    vec = 1
+    while width % (2 * vec) == 0 and 2 * vec * nbytes <= 16:
+        vec *= 2
+    return vec
+
 class TileKernel(TileStores, TileCross):
     def __init__(self, a: TileAnalysis, cfg: TileConfig):
         self.a, self.cfg, self.c = a, cfg, cfg
@@ -175,10 +183,7 @@ class TileKernel(TileStores, TileCross):
     def vector_width(self, width: int, dtype: ir.DType) -> int:
         """Elements per vector access of a `width`-element tile: the widest power of two that divides it and
         fits 16 bytes (1 on the scalar fallback path)."""
-        vec = width if self.c.vectors else 1
-        while vec > 1 and (vec * dtype.nbytes > 16 or width % vec):
-            vec //= 2
-        return max(1, vec)
+        return tile_vector_width(width, dtype.nbytes) if self.c.vectors else 1
 
     # ------------------------------------------------------------------ skeleton
     def _open_grid(self, L: Lines) -> None:
@@ -491,7 +496,7 @@ class TileKernel(TileStores, TileCross):
 
 
 def _acc_dt(d: ir.DType) -> ir.DType:
-    return ir.DType.f32 if d.is_float else d
+    return (ir.DType.f64 if d == ir.DType.f64 else ir.DType.f32) if d.is_float else d
 
 
 def _splice(L: Lines, B: Lines) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.passes.builtin.exprs import var_names
-from gir.passes.schedule.tiles import TileKernel
+from gir.passes.schedule.tiles import TileKernel, tile_vector_width
 from gir.passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
 
 SECTOR = 32
@@ -373,9 +373,7 @@ def _warp_sectors(a, kern, cfg, name, index, hints, one_lane: bool = False) -> f
     per_lane = w if (tiled or elemwise) else 1
     vec = 1
     if tiled and cfg.vectors:
-        vec = w
-        while vec > 1 and (vec * elem > 16 or w % vec):
-            vec //= 2
+        vec = tile_vector_width(w, elem)  # the width the kernel's loads use (tiles.py)
     col = kern.col
     twl = kern.twl(cfg)
     lanes = 1 if one_lane else 32

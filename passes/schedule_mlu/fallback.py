@@ -4,6 +4,8 @@ Correct for every operator-layer function; slow, so the row model is preferred w
 from __future__ import annotations
 
 from gir import ir
+from gir.errors import DiagnosticCollector
+from gir.kinds import KIND_FLOAT, KindChecker
 from gir.shapes import reductions_preorder
 from gir.passes.schedule_mlu import build as B
 
@@ -22,12 +24,20 @@ def _subst(e, env):
     return e
 
 
+class _Kinds(KindChecker):
+    """Value kinds of the (verified) statement's subexpressions."""
+
+    def __init__(self, types):
+        self.types, self.diag = types, DiagnosticCollector()
+
+
 class _Stmt:
     def __init__(self, st, types, sizes, tasks, name):
         self.st, self.types, self.sizes, self.tasks, self.name = st, types, sizes, tasks, name
         self.allocs: list[ir.Alloc] = []
         self.n = 0
         self.reduces = {id(r): k for k, r in enumerate(reductions_preorder(st.stmt.value))}
+        self.kinds = _Kinds(types)
 
     def ext(self, v):
         d = self.st.ranges[v]
@@ -62,8 +72,11 @@ class _Stmt:
 
     def reduce(self, e: ir.Reduce, env, out: list):
         bound = self.st.reduce_vars.get(self.reduces[id(e)], ())
-        target_dt = self.types[self.st.stmt.target.name].dtype
-        dt = target_dt if target_dt.is_int and e.op != "mean" else ir.DType.f32
+        # the accumulator has the kind the reduction's value is computed in (as the evaluator): an integer reduction
+        # (of indices, integer tensors, integer selects) is exact in i32 (the MLU's only integer scalar type), a
+        # float one is f32 whatever the statement's target (a float max nested under an i32 result stays float)
+        int_valued = e.op != "mean" and self.kinds.expr_kind(e.arg, set()) != KIND_FLOAT
+        dt = ir.DType.i32 if int_valued else ir.DType.f32
         acc = B.ref(self.buf(dt), B.sl(0, 1))
         ident = IDENT[e.op]
         if dt.is_int:

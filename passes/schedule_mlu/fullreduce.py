@@ -104,29 +104,42 @@ def _replace(e, node, new):
     return e
 
 
-def combine_kernel(red: ScalarReduce, m: int, name: str) -> ir.Kernel:
-    """One core reduces the [m] partials `red.src` into the scalar `red.target`."""
+def combine_kernel(red: ScalarReduce, m: int, name: str, src_dtype: ir.DType = F32,
+                   dst_dtype: ir.DType = F32) -> ir.Kernel:
+    """One core reduces the [m] partials `red.src` (elements of `src_dtype`) into the scalar `red.target`
+    (`dst_dtype`). Data movement does not convert: other element types land in a tile of their own type and are
+    widened to f32 by a compute (`cb_ = f32(cl_)`); a non-f32 result is rounded into `co_` before its store."""
     c = min(CHUNK, -(-m // 64) * 64)
     op = "sum" if red.op == "mean" else red.op
     acc, cs = B.ref("ca_", B.sl(0, 1)), B.ref("cs_", B.sl(0, 1))
     cb = B.ref("cb_", B.sl(0, c))
     allocs = [B.alloc("cb_", F32, (c,), "nram"), B.alloc("cs_", F32, (1,), "nram"), B.alloc("ca_", F32, (1,), "nram")]
+    land = "cb_"
+    if src_dtype != F32:
+        land = "cl_"
+        allocs.append(B.alloc(land, src_dtype, (c,), "nram"))
+    widen = [] if land == "cb_" else [ir.Assign(cb, ir.Call("f32", (B.ref(land, B.sl(0, c)),)))]
 
     def step():
         comb = ir.BinOp("+", acc, cs) if op == "sum" else ir.Call(op, (acc, cs))
-        return [ir.Assign(cs, ir.Reduce(op, cb)), ir.Assign(acc, comb)]
+        return widen + [ir.Assign(cs, ir.Reduce(op, cb)), ir.Assign(acc, comb)]
     body: list = allocs + [ir.Assign(acc, B.c(IDENT[op]))]
     full, tail = divmod(m, c)
     if full:
         k0 = B.mul(B.v("k_"), c)
         body.append(ir.For("k_", B.c(0), B.c(full), tuple(
-            [B.move("load", cb, B.ref(red.src, B.sl(k0, c)))] + step())))
+            [B.move("load", B.ref(land, B.sl(0, c)), B.ref(red.src, B.sl(k0, c)))] + step())))
     if tail:
-        body.append(ir.Assign(cb, B.c(IDENT[op])))
-        body.append(B.move("load", B.ref("cb_", B.sl(0, tail)), B.ref(red.src, B.sl(full * c, tail))))
+        body.append(ir.Assign(B.ref(land, B.sl(0, c)), B.c(IDENT[op])))
+        body.append(B.move("load", B.ref(land, B.sl(0, tail)), B.ref(red.src, B.sl(full * c, tail))))
         body += step()
     wrapped = ir.BinOp("*", acc, B.c(1.0 / red.count)) if red.op == "mean" else acc
     body.append(ir.Assign(acc, _replace(red.value, red.node, wrapped)))
-    body.append(B.move("store", B.ref(red.target), acc))
+    if dst_dtype != F32:
+        out = B.ref("co_", B.sl(0, 1))
+        body.insert(len(allocs), B.alloc("co_", dst_dtype, (1,), "nram"))
+        body += [ir.Assign(out, ir.Call(dst_dtype.value, (acc,))), B.move("store", B.ref(red.target), out)]
+    else:
+        body.append(B.move("store", B.ref(red.target), acc))
     par = ir.Parallel("task_", B.c(0), B.c(1), ir.ParLevel.core, tuple(body))
     return ir.Kernel(name, (par,), (("task_dim", "1"),))

@@ -54,6 +54,10 @@ class IndexInfo:
 
 
 def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
+    from gir.walk import walk
+
+    if any(isinstance(x, ir.BinOp) and x.op in ("//", "%") for st in info.stmts for x in walk(st.stmt.value)):
+        raise NotRowModel("integer // or % (index values here are f32 vectors)")  # quasi-affine: scalar kernels
     types = dict(info.types)
     ranks = {len(t.shape) for t in types.values() if len(t.shape) > 0}
     lead: tuple = ()
@@ -99,6 +103,8 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
         tgt = _rw(st.stmt.target, lv, row, col, ix)
         body.append(ir.Assign(tgt, val, loc=st.stmt.loc))
     params = [_view_param(p, nlead) if p.name not in shared else _view_shared(p, lead) for p in func.params]
+    if (ix.col or ix.row) and all(len(t.shape) < 2 for t in types.values()):
+        raise NotRowModel("index values without an [M, N] tensor")
     if ix.col:
         ncol = next(t.shape[-1] for t in types.values() if len(t.shape) >= 2)
         params.append(ir.Param(COLV, ir.TensorType(F32, (ncol,))))
@@ -164,6 +170,9 @@ def _rw(e, lv, row, col, ix: IndexInfo):
             idx = idx[len(lv):]
             if not (isinstance(idx[0], ir.Var) and idx[0].name == row):   # the viewed axis must be the row axis
                 raise NotRowModel(f"'{e.name}' is not indexed by the row variable after the leading ones")
+        elif lv and idx and e.name not in ix.shared and isinstance(idx[0], ir.Var) and idx[0].name == row:
+            # e.g. w[b] next to x[a, b, c]: an [S] vector repeated over the leading dims has no viewed form
+            raise NotRowModel(f"'{e.name}' is indexed by the row variable without the leading ones")
         if any(isinstance(i, ir.Var) and i.name in lv for i in idx):   # e.g. u[a] next to x[a, b, c]
             raise NotRowModel(f"'{e.name}' is indexed by a leading variable only")
         return dataclasses.replace(e, index=tuple(idx))

@@ -57,8 +57,8 @@ def _balance_rows(model: RowModel, rows_per_core: int) -> int:
     DMA latencies with the tile count (rows_per_core / R): their sum is least near R = sqrt(rows_per_core * B / N),
     B = BALANCE_ELEMS (measured on the simulator: softmax 4096 x 4096 best at R = 8, 4096 x 12672 at R = 4), twice
     that without [M, N] outputs (loads only: row_sum, row_max best at R = 11), divided by arith floor / roofline
-    when the source is compute-bound (codegen/mlu/workcount.py; elementwise_chain: R = 5)."""
-    from gir.codegen.mlu.workcount import count_work
+    when the source is compute-bound (passes/schedule_mlu/workcount.py; elementwise_chain: R = 5)."""
+    from gir.passes.schedule_mlu.workcount import count_work
     from gir.passes.machines import MLU370
     b = BALANCE_ELEMS * (1 if FULL in model.outputs.values() else 2)
     io = sum(model.m * model.n * model.dtypes[x].nbytes for x, k in {**model.inputs, **model.outputs}.items()

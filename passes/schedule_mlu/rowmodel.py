@@ -58,7 +58,12 @@ def _dim(d, sizes):
 
 
 def analyze_rows(func: ir.Func, sizes: dict[str, int]) -> RowModel:
-    info = func_info(func)
+    from gir.errors import GirError
+
+    try:
+        info = func_info(func)
+    except GirError as e:   # e.g. an index value on the row axis seen as a column index by indexops.py
+        raise NotRowModel(f"not a row-model function: {e.diagnostics[0].message if e.diagnostics else e}") from None
     params = {p.name: p for p in func.params + func.results}
     for p in params.values():
         if not p.type.dtype.is_float and p.type.dtype not in (ir.DType.i32, ir.DType.bool):   # i32 / bool: 0/1
@@ -183,8 +188,16 @@ class _Builder:
     def _exact(self, e) -> bool:
         """`e` is bool- or int-valued (compares, bool/i32 tensors), so an i32/bool cast does not change it."""
         if isinstance(e, ir.Ref):
+            if e.name in ("cj_", "ri_"):   # index values (indexops.py): integers, exact in f32 up to 2^24
+                return max(self.m, self.n) <= 1 << 24
             t = self.info.types.get(e.name)
             return t is not None and t.dtype in (ir.DType.bool, ir.DType.i32)
+        if isinstance(e, ir.Const):
+            return isinstance(e.value, int) and abs(e.value) <= 1 << 24
+        if isinstance(e, ir.Reduce):   # the extreme of integers (argmax's first position, passes/builtin/argreduce)
+            return e.op in ("max", "min") and self._exact(e.arg)
+        if isinstance(e, ir.Call) and e.fn == "select":
+            return self._exact(e.args[1]) and self._exact(e.args[2])
         return isinstance(e, ir.BinOp) and e.op in ("==", "!=", "<", "<=", ">", ">=")
 
     def ref(self, e: ir.Ref, row, col) -> Val:

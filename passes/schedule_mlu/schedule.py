@@ -7,6 +7,7 @@ from gir import ir
 from gir.errors import GirError
 from gir.shapes import func_info
 from gir.verifier import verify_module
+from gir.walk import fold_sizes
 from gir.passes.schedule_mlu.colreduce import colreduce_func
 from gir.passes.schedule_mlu.fallback import scalar_kernel
 from gir.passes.schedule_mlu.groupnorm import groupnorm_items
@@ -17,6 +18,7 @@ from gir.passes.schedule_mlu.longrows import longrows_kernel
 from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
 from gir.passes.schedule_mlu.reverse import reverse_func
 from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
+from gir.passes.schedule_mlu.tiles import prefer_tiles, tile_schedule
 from gir.passes.schedule_mlu.transpose import permute_func
 
 MODES = ("fused", "opbyop", "scalar")
@@ -34,27 +36,10 @@ def specialize(func: ir.Func, sizes: dict[str, int]) -> ir.Func:
         raise GirError(f"the MLU target needs values for sizes {', '.join(missing)} (use --sizes NAME=INT,...)", func.loc)
     ps = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.params)
     rs = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.results)
-    body = tuple(dataclasses.replace(s, value=_fold_sizes(s.value, sizes),
-                                     target=_fold_sizes(s.target, sizes)) if isinstance(s, ir.Assign) else s
+    body = tuple(dataclasses.replace(s, value=fold_sizes(s.value, sizes),
+                                     target=fold_sizes(s.target, sizes)) if isinstance(s, ir.Assign) else s
                  for s in func.body)
     return dataclasses.replace(func, params=ps, results=rs, body=body)
-
-
-def _fold_sizes(e, sizes):
-    """Size symbols used as values or in index expressions become constants."""
-    if isinstance(e, ir.Var):
-        return ir.Const(sizes[e.name], loc=e.loc) if e.name in sizes else e
-    if isinstance(e, ir.Ref):
-        return dataclasses.replace(e, index=tuple(_fold_sizes(i, sizes) for i in e.index))
-    if isinstance(e, ir.BinOp):
-        return dataclasses.replace(e, lhs=_fold_sizes(e.lhs, sizes), rhs=_fold_sizes(e.rhs, sizes))
-    if isinstance(e, ir.UnOp):
-        return dataclasses.replace(e, operand=_fold_sizes(e.operand, sizes))
-    if isinstance(e, ir.Call):
-        return dataclasses.replace(e, args=tuple(_fold_sizes(a, sizes) for a in e.args))
-    if isinstance(e, ir.Reduce):
-        return dataclasses.replace(e, arg=_fold_sizes(e.arg, sizes))
-    return e
 
 
 def _single(func: ir.Func, st, types, k: int) -> ir.Func:
@@ -74,23 +59,46 @@ def _refs(e):
 
 
 def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allow_sram: bool = True,
-                 tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024) -> ir.Func:
+                 tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024, remarks: list | None = None) -> ir.Func:
     """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model.
-    `nram`: the NRAM bytes the schedules may plan for (smaller values force chunked long rows in tests)."""
-    from gir.limits import refuse_empty_tensors
+    `nram`: the NRAM bytes the schedules may plan for (smaller values force chunked long rows in tests).
+    `remarks`: a list that receives a located missed `gir.passes.remarks.Remark` for every slower fallback
+    taken in `mode="fused"` (a function split op by op, chunked long rows, a statement left as a scalar kernel)."""
+    from gir.limits import refuse_empty_tensors, refuse_f64
+    from gir.passes.analysis.index_bounds import clamp_func
+    from gir.passes.builtin.argreduce import lower_arg_reductions
 
-    refuse_empty_tensors(func)
+    refuse_empty_tensors(func, "compiling", sizes)   # (gir run and gir.compile specialise empty bindings first)
+    refuse_f64(func, "mlu-sim")
+    func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
+    func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
     try:
-        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram)
+        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks)
     except NoTileFits as e:
         raise GirError(f"function '{func.name}': {e.message}", func.loc) from None
 
 
-def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
-    spec = specialize(func, sizes)
+def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None) -> ir.Func:
+    from gir.passes.schedule_mlu.scan import has_scan, scan_items
+    full = specialize(func, sizes)
+    # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
+    # otherwise have to fit each schedule's tensor kinds), and they are declared again on the result.
+    read = {name for s in full.body if isinstance(s, ir.Assign) for name in _refs(s.value)}
+    spec = dataclasses.replace(full, params=tuple(p for p in full.params if p.name in read))
     info = func_info(spec)
     types = dict(info.types)
     items: list = []
+    tiled = None
+    if has_scan(spec):   # one pipelined kernel per scan statement (passes/schedule_mlu/scan.py)
+        if len(info.stmts) == 1:
+            items.extend(scan_items(spec, info, tasks, remarks))
+            mode = "done"
+        else:
+            if mode == "fused":
+                _missed(remarks, f"function '{func.name}' holds scans: each statement is its own MLU kernel "
+                                 "(scans are not fused with other statements), intermediates go through GDRAM",
+                        func.loc)
+            mode = "opbyop"
     if mode == "fused":
         try:
             model = analyze_rows(spec, {})
@@ -99,7 +107,10 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                 items.append(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), f"{func.name}_mlu"))
             except NoTileFits:   # rows longer than NRAM: chunked passes (longrows.py)
                 items.append(longrows_kernel(model, f"{func.name}_mlu", tasks, nram))
-        except NotRowModel:
+                _missed(remarks, f"rows of {model.n} elements of '{func.name}' do not fit NRAM: chunked passes "
+                                 "read the input more than once (up to 1.5x the compulsory traffic)", func.loc)
+        except NotRowModel as why:
+            reason = str(why)
             try:
                 items.extend(colreduce_func(spec, info, tasks))
             except NotRowModel:
@@ -107,12 +118,29 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                     items.extend(_permute_or_reverse(spec, info, tasks, nram, allow_sram, max_rows))
                 except NotRowModel:
                     try:   # scalar reductions, index values, rank > 2 rows (passes/schedule_mlu/extended.py)
-                        items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
+                        if _views_ok() and prefer_tiles(spec, info):   # ... unless it would re-read a slab
+                            try:
+                                tiled = tile_schedule(spec, info, tasks, nram, remarks, allow_sram, max_rows,
+                                                      _views_ok())
+                            except NotRowModel:
+                                pass
+                        if tiled is None:
+                            items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
                     except NotRowModel:
                         try:   # group normalisation: [CG, HW] tiles per (n, g) (passes/schedule_mlu/groupnorm.py)
                             items.extend(groupnorm_items(spec, info, tasks, nram))
                         except NotRowModel:
-                            mode = "opbyop"
+                            try:   # the general tile recipe (passes/schedule_mlu/tiles.py)
+                                tiled = tile_schedule(spec, info, tasks, nram, remarks, allow_sram, max_rows,
+                                                      _views_ok())
+                            except NotRowModel as why_tiles:
+                                reason += f"; tile recipe: {why_tiles}"
+                                mode = "opbyop"
+                                if len(info.stmts) > 1:
+                                    _missed(remarks, f"function '{func.name}' is not fused on the MLU: no fused "
+                                                     f"schedule covers it as a whole (row model: {reason}); each "
+                                                     "statement is its own kernel, intermediates go through GDRAM",
+                                            func.loc)
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
         for single in (lambda: colreduce_func(spec, info, tasks), lambda: _permute_or_reverse(spec, info, tasks, nram,
                                                                                              allow_sram, max_rows)):
@@ -133,10 +161,32 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram) -> ir.Func:
                 kernel = statement_items(spec, st, types, k, items, allow_sram, tasks, max_rows, nram)
             if kernel is None:
                 kernel = [scalar_kernel(st, types, sizes, f"{func.name}_k{k}", tasks)]
+                if mode == "opbyop":
+                    _missed(remarks, f"statement '{target}' runs as a scalar MLU kernel (one element at a time, "
+                                     "typically thousands of times slower than the DMA roofline): no vector "
+                                     "schedule covers it", st.stmt.loc or func.loc)
             items.extend(_located(x, st.stmt.loc or func.loc) for x in kernel)
-    out = dataclasses.replace(spec, body=tuple(_located(x, func.loc) for x in items))
+    if tiled is not None:   # the tile recipe's kernels, its tensors possibly viewed with merged axes
+        items = list(tiled.body)
+        viewed = {p.name: p for p in tiled.params + tiled.results}
+        full = dataclasses.replace(full, params=tuple(viewed.get(p.name, p) for p in full.params),
+                                   results=tuple(viewed.get(p.name, p) for p in full.results))
+    out = dataclasses.replace(full, body=tuple(_located(x, func.loc) for x in items))
     verify_module(ir.Module((out,)))
     return out
+
+
+def _views_ok() -> bool:
+    """Whether a schedule may view the tensors with merged axes: not inside the op-by-op baseline's scheduling of
+    one statement (opbyop.py), whose caller keeps only the kernels and declares the tensors as they are."""
+    from gir.passes.schedule_mlu.opbyop import _ACTIVE
+    return not _ACTIVE
+
+
+def _missed(remarks, message: str, loc) -> None:
+    if remarks is not None:
+        from gir.passes.remarks import Remark
+        remarks.append(Remark("schedule-mlu", "missed", message, loc))
 
 
 def _permute_or_reverse(spec, info, tasks, nram, allow_sram=True, max_rows=64) -> list:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
+from gir.errors import DiagnosticCollector
+from gir.kinds import KIND_FLOAT, KindChecker
 from gir.shapes import _walk, func_info, reductions_preorder
 
 ASSOC = ("sum", "mean", "max", "min", "prod")
@@ -86,12 +88,21 @@ def _split_reduce(st, types, taken, out: Split):
             continue
         free = {x.name for x in _walk(node.arg) if isinstance(x, ir.Var)}
         keep = [v for v in st.out_vars if v in free] + list(bound[:-1])
-        ref = _temp(_fresh(st.stmt.target.name, taken), keep, st, ir.DType.f32, types, out)
+        # the partial results have the reduction's own kind: integer ones stay exact (and assignable to an
+        # integer target), float ones are f32
+        dtype = ir.DType.i32 if node.op != "mean" and _int_valued(node.arg, types) else ir.DType.f32
+        ref = _temp(_fresh(st.stmt.target.name, taken), keep, st, dtype, types, out)
         inner = ir.Assign(ref, ir.Reduce(node.op, node.arg, loc=node.loc), loc=st.stmt.loc)
         outer = ir.Assign(st.stmt.target, _replace(st.stmt.value, node, ir.Reduce(node.op, ref, loc=node.loc)),
                           loc=st.stmt.loc)
         return [inner, outer]
     return None
+
+
+def _int_valued(e, types) -> bool:
+    kinds = KindChecker()
+    kinds.types, kinds.diag = types, DiagnosticCollector()
+    return kinds.expr_kind(e, set()) != KIND_FLOAT
 
 
 def _expand_operands(st, types, taken, out: Split):

@@ -30,6 +30,19 @@ class Case:
         head = self.filename if self.suite == "files" else f"{self.op} {self.dtype}"
         return f"{head} {sizes}".rstrip()
 
+    def make_inputs(self, func, rng):
+        """Fresh random inputs of the case's function (gir.evaluate.random_inputs)."""
+        from gir.evaluate import random_inputs
+
+        return random_inputs(func, self.sizes, rng)
+
+    def judge(self, func, inputs: dict, outputs: dict) -> dict:
+        """`status`, `rel_err`, `tolerance` (and `note`) of a target's outputs: the verdict of `gir run`
+        against the float64 reference evaluator (runners.check_outputs)."""
+        from gir.targets.bench.runners import check_outputs
+
+        return check_outputs(func, inputs, outputs)
+
 
 _R3 = (128, 4096, 4095)
 

@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from gir import ir
-from gir.evaluate import random_inputs, shape_of
+from gir.evaluate import shape_of
 
 
 def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: float) -> dict:
@@ -15,7 +15,6 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     from gir.codegen import emit_func
     from gir.passes.schedule import lower_module
     from gir.targets.bench.gpu_timing import median_time, rotation_count
-    from gir.targets.bench.runners import check_outputs
     from gir.targets.cuda.runner import launch_args
 
     row: dict = {}
@@ -25,12 +24,12 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     kernels = emit_func(low, "cuda", case.sizes, None)
     fns = [cp.RawModule(code=k.source, options=("-std=c++17",)).get_function(k.name) for k in kernels]
 
-    host = random_inputs(func, case.sizes, rng)
+    host = case.make_inputs(func, rng)
     case_bytes = sum(v.nbytes for v in host.values())
     n_sets = rotation_count(case_bytes)
     sets = []
     for k in range(n_sets):
-        h = host if k == 0 else random_inputs(func, case.sizes, rng)
+        h = host if k == 0 else case.make_inputs(func, rng)
         arrays = {p.name: cp.asarray(np.ascontiguousarray(h[p.name], dtype=p.type.dtype.numpy)) for p in func.params}
         for p in low.results:
             arrays[p.name] = cp.full(shape_of(p.type, case.sizes), np.nan, dtype=p.type.dtype.numpy) \
@@ -48,11 +47,11 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     launch(0)
     cp.cuda.Device().synchronize()
     outputs = {p.name: cp.asnumpy(sets[0][-1][p.name]) for p in func.results}
-    row.update(check_outputs(func, host, outputs))
+    row.update(case.judge(func, host, outputs))
     row["time_s"] = median_time(launch, n_sets, args.repeat)
     row["rotated_sets"] = n_sets
-    if not args.no_baselines:
-        row.update(_baselines(case, func, sets, args.repeat))
+    if not args.no_baselines:  # a case may bring its own (an ONNX subgraph: onnxruntime, torch.compile)
+        row.update(getattr(case, "gpu_baselines", lambda *a: _baselines(case, *a))(func, sets, args.repeat))
     return row
 
 

@@ -72,11 +72,13 @@ class BenchRun:
     notes: list[str] = field(default_factory=list)   # one line each for stderr (no PNG written, ...)
 
 
-def run_bench(cases: list[Case], args, argv: list[str]) -> BenchRun:
+def run_bench(cases: list[Case], args, argv: list[str], extra_env: dict | None = None) -> BenchRun:
+    """`extra_env`: more entries of results.json's environment (a model bench: the model and its import)."""
     from gir.targets.bench.runners import make_runner
 
     env = environment(argv, args.seed)  # before anything is written: the commit and its dirty flag as measured
     env["target"] = args.target
+    env.update(extra_env or {})
     runner = make_runner(args.target, args)
     show = wanted(sys.stderr, args.quiet, expected_seconds(cases, args.target, args.quick))
     progress = Progress(len(cases), enabled=show)

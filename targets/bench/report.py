@@ -10,7 +10,8 @@ from gir.files import write_atomic
 
 COLUMNS = ("suite", "op", "dtype", "sizes", "status", "compile_s", "compulsory_bytes", "moved_bytes",
            "traffic_ratio", "rel_err", "time_s", "gbps", "pct_copy", "roofline_s", "vs_roofline",
-           "opbyop_s", "speedup_vs_opbyop", "nopipe_s", "torch_eager_s", "torch_compile_s", "cupy_s", "note")
+           "opbyop_s", "speedup_vs_opbyop", "nopipe_s", "torch_eager_s", "torch_compile_s", "cupy_s", "ort_s",
+           "note", "ort_note", "torch_note")
 
 
 def write_json(path: Path, env: dict, rows: list[dict]) -> None:
@@ -45,6 +46,8 @@ def summary_table(rows: list[dict], target: str) -> str:
     if target == "cuda":
         cols = [("case", 34), ("compile_s", 9), ("time_s", 10), ("gbps", 8), ("pct_copy", 8),
                 ("torch_eager_s", 13), ("torch_compile_s", 15), ("status", 8)]
+        if any("ort_s" in r for r in rows):  # ONNX subgraphs: onnxruntime too
+            cols.insert(-1, ("ort_s", 10))
     elif target == "mlu-sim":
         cols = [("case", 34), ("compile_s", 9), ("time_s", 10), ("vs_roofline", 11), ("speedup_vs_opbyop", 17),
                 ("traffic_ratio", 13), ("status", 8)]
@@ -56,6 +59,8 @@ def summary_table(rows: list[dict], target: str) -> str:
         cells = []
         for name, w in cols:
             v = row.get("label") if name == "case" else row.get(name)
+            if v is None and name in ("ort_s", "torch_compile_s", "torch_eager_s"):
+                v = "n/a" if row.get(f"{name.split('_')[0]}_note") else None  # why: one line on stderr
             text = "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
             cells.append(text.ljust(w) if name == "case" else text.rjust(w))
         lines.append("  ".join(cells))

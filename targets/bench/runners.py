@@ -15,7 +15,7 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError
-from gir.evaluate import evaluate, random_inputs
+from gir.evaluate import evaluate
 from gir.parser import parse_text
 from gir.verdict import compare
 from gir.verifier import verify_module
@@ -95,11 +95,11 @@ class SimRunner(Runner):
         if total_elements(func, case.sizes) <= SIM_EXEC_LIMIT:
             from gir.targets.sim import run_func
 
-            inputs = random_inputs(func, case.sizes, self.rng)
+            inputs = case.make_inputs(func, self.rng)
             run = run_func(low, inputs)
             row["moved_bytes"] = run.stats.global_read_bytes + run.stats.global_write_bytes
             row["moved_source"] = "simulator (32-byte sectors)"
-            row.update(check_outputs(func, inputs, run.outputs))
+            row.update(case.judge(func, inputs, run.outputs))
         else:
             row["moved_bytes"] = analysed_bytes(low, case.sizes)
             row["moved_source"] = "isl analysis (sector-adjusted), not executed: too large for the CPU simulator"
@@ -139,7 +139,7 @@ class MluRunner(Runner):
         module, func = self.front(case)
         row = self.base_row(func, case)
         values = total_elements(func, case.sizes) <= MLU_VALUES_LIMIT
-        inputs = random_inputs(func, case.sizes, self.rng) if values else None
+        inputs = case.make_inputs(func, self.rng) if values else None
         t0 = time.perf_counter()
         fused = run_func(func, inputs, case.sizes, **self._mode(values))
         row["compile_s"] = fused.stats.get("compile_seconds", time.perf_counter() - t0)
@@ -152,7 +152,7 @@ class MluRunner(Runner):
         row["speedup_vs_opbyop"] = row["opbyop_s"] / row["time_s"]
         row["nopipe_s"] = run_func(func, inputs, case.sizes, pipeline=False, **self._mode(values)).stats["seconds"]
         if values:
-            row.update(check_outputs(func, inputs, fused.outputs))
+            row.update(case.judge(func, inputs, fused.outputs))
         else:
             row["status"] = "timed"
             row["note"] = "timing-only simulation (values not computed: too large for this machine)"

@@ -40,6 +40,7 @@ struct dim3 { unsigned x = 1, y = 1, z = 1; };
 struct uint3 { unsigned x, y, z; };
 struct __attribute__((aligned(8))) float2 { float x, y; };
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+struct __attribute__((aligned(16))) double2 { double x, y; };
 struct __attribute__((aligned(8))) uint2 { unsigned x, y; };
 struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 struct __attribute__((aligned(8))) int2 { int x, y; };

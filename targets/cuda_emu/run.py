@@ -35,7 +35,7 @@ FLAGS = ("-std=c++20", "-O1", "-fno-strict-aliasing", "-fno-ipa-reference", "-fv
 ALIGN, GUARD = 256, 256          # cudaMalloc alignment; guard bytes on each side of a tensor
 GUARD_BYTE = 0xA5
 # Poison bit patterns (a NaN no arithmetic produces) per dtype; ints get an unlikely value.
-POISON = {"f32": 0x7FA0DEAD, "f16": 0x7DEA, "bf16": 0x7FAD, "i32": 0x7EADBEEF, "i64": 0x7EADBEEF7EADBEEF,
+POISON = {"f32": 0x7FA0DEAD, "f64": 0x7FF4DEAD7FF4DEAD, "f16": 0x7DEA, "bf16": 0x7FAD, "i32": 0x7EADBEEF, "i64": 0x7EADBEEF7EADBEEF,
           "bool": 0xA5}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _LOCK = threading.Lock()

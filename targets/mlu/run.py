@@ -9,6 +9,7 @@ import numpy as np
 
 from gir import ir
 from gir.evaluate import bind_sizes
+from gir.views import enter, to_outer
 
 
 class MluStats(dict):
@@ -26,6 +27,7 @@ class MluRunResult:
     stats: dict = field(default_factory=dict)   # seconds, cycles, gdram bytes, kernels, per-kernel seconds
     source: str = ""
     explicit: ir.Func | None = None
+    remarks: list = field(default_factory=list)   # missed remarks of the scheduler (gir.passes.remarks.Remark)
 
 
 def _dev_dtype(dt: ir.DType) -> np.dtype:
@@ -57,10 +59,12 @@ def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int
 
     func = func_or_module.funcs[0] if isinstance(func_or_module, ir.Module) else func_or_module
     machine = machine or MLU370
-    inputs = inputs or {}
+    inputs, sizes = enter(func, inputs or {}, sizes)   # reshape views: declared-shape arrays seen as the view
     sizes = bind_sizes(func, inputs, sizes) if values or inputs else dict(sizes or {})
     t0 = time.perf_counter()
-    explicit = schedule_mlu(func, sizes, mode=mode, allow_sram=allow_sram) if not func.is_explicit else func
+    remarks: list = []
+    explicit = schedule_mlu(func, sizes, mode=mode, allow_sram=allow_sram, remarks=remarks) \
+        if not func.is_explicit else func
     kernels = emit_func(explicit, pipeline=pipeline)
     text = "".join(k.source for k in kernels)
     program = parse_program(text, f"{func.name}.mlu")
@@ -96,4 +100,4 @@ def run_func(func_or_module, inputs: dict[str, np.ndarray], sizes: dict[str, int
     for p in (func.results if values else ()):
         v = mem[p.name]
         outs[p.name] = v.astype(bool) if p.type.dtype == ir.DType.bool else v.astype(p.type.dtype.numpy)
-    return MluRunResult(outs, stats, text, explicit)
+    return MluRunResult(to_outer(explicit, outs, sizes), stats, text, explicit, remarks)

@@ -252,7 +252,7 @@ class KernelExec(Values):
         self.prepare()
         reg = self.region(s.target)
         vals = np.asarray(self.read(reg)).reshape(self.n_act, reg.k)
-        work = np.float32 if reg.buf.dtype.is_float else np.float64
+        work = np.float32 if reg.buf.dtype.is_float and reg.buf.dtype != ir.DType.f64 else np.float64
         n = self.frames[-1].n
         full = np.full((n, reg.k), IDENTITY[s.op], dtype=work)
         full[self.instances()] = vals

@@ -12,6 +12,7 @@ from gir.targets.sim.kernel import KernelExec, fill_value
 from gir.targets.sim.races import Race
 from gir.targets.sim.stats import InstrStats, SimStats
 from gir.targets.sim.values import Buf
+from gir.views import enter, to_outer
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict | None = 
     `on_race="raise"`, raised as a GirError after the kernel that had them (`"collect"`: only returned)."""
     if on_race not in ("raise", "collect"):
         raise ValueError("on_race must be 'raise' or 'collect'")
+    inputs, sizes = enter(func, inputs, sizes)   # reshape views: declared-shape arrays seen in the view's shape
     runner = _Runner(func, inputs, sizes, warp_size, check_races)
     for item in func.body:
         if isinstance(item, ir.Assign):
@@ -66,7 +68,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict | None = 
         if buf is None:
             raise GirError(f"result '{p.name}' is never written", p.loc)
         outputs[p.name] = buf.data.copy()
-    return SimRun(outputs, runner.stats, runner.races)
+    return SimRun(to_outer(func, outputs, runner.sizes), runner.stats, runner.races)
 
 
 class _Runner:
@@ -107,13 +109,12 @@ class _Runner:
         if self._info is None:
             self._info = func_info(self.func)
         st = next(s for s in self._info.stmts if s.stmt is item)
+        reads = [self.globals[x.name] for x in _walk(item.value) if isinstance(x, ir.Ref) and x.name in self.globals]
+        f64 = self._info.types[item.target.name].dtype == ir.DType.f64 or any(b.dtype == ir.DType.f64 for b in reads)
+        cdt = np.dtype(np.float64 if f64 else np.float32)   # f64 arithmetic when an f64 value takes part
         ev = object.__new__(_Evaluator)
-        ev.info, ev.cdt, ev.sizes = self._info, np.dtype(np.float32), self.sizes
-        ev.env = {}
-        for x in _walk(item.value):
-            if isinstance(x, ir.Ref) and x.name in self.globals:
-                buf = self.globals[x.name]
-                ev.env[x.name] = buf.data.astype(np.float32) if buf.dtype.is_float else buf.data
+        ev.info, ev.cdt, ev.sizes, ev.guarded = self._info, cdt, self.sizes, 0
+        ev.env = {b.name: b.data.astype(cdt) if b.dtype.is_float else b.data for b in reads}
         value = ev.stmt(st)
         name = item.target.name
         ttype = self._info.types[name]

@@ -16,7 +16,22 @@ from gir.errors import GirError
 from gir.evaluate import _Evaluator
 
 _F32 = object.__new__(_Evaluator)  # borrow the reference evaluator's arithmetic, in f32
-_F32.cdt = np.dtype(np.float32)
+_F32.cdt, _F32.guarded = np.dtype(np.float32), 0
+_F64 = object.__new__(_Evaluator)  # ... and in f64, for operations with an f64 operand (docs/gir.md)
+_F64.cdt, _F64.guarded = np.dtype(np.float64), 0
+
+
+def _arith(*xs) -> _Evaluator:
+    """f64 arithmetic if any operand is f64, else f32 (16-bit floats are already widened)."""
+    return _F64 if any(np.asarray(x).dtype == np.float64 for x in xs) else _F32
+
+
+def _exact_literals(ev: _Evaluator, exprs, vals) -> list:
+    """In f64 arithmetic a float literal takes its full (f64) value, not the f32 one `fexpr` gives it."""
+    if ev is not _F64:
+        return list(vals)
+    return [np.asarray(e.value, np.float64) if isinstance(e, ir.Const) and isinstance(e.value, float) else v
+            for e, v in zip(exprs, vals)]
 
 IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf, "prod": 1.0}
 REDUCE_FN = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}
@@ -222,7 +237,9 @@ class Values:
             return np.logical_not(x) if e.op == "not" else -x
         if isinstance(e, ir.BinOp):
             a, b = align(self.fexpr(e.lhs), self.fexpr(e.rhs))
-            return _F32.binop(e.op, a, b)
+            ev = _arith(a, b)
+            a, b = _exact_literals(ev, (e.lhs, e.rhs), (a, b))
+            return ev.binop(e.op, a, b)
         if isinstance(e, ir.Call) and e.fn == "transpose":   # (n_act, R, C) -> (n_act, C, R)
             return np.swapaxes(self.fexpr(e.args[0]), -1, -2)
         if isinstance(e, ir.Call) and e.fn == "reverse":     # (n_act, R, C): flip axis 0 or 1 of every tile
@@ -245,7 +262,10 @@ class Values:
                 return -(-args[0] // args[1])
             if len(args) == 1 and e.fn in ("max", "min"):
                 return self.fexpr(ir.Reduce(e.fn, e.args[0], loc=e.loc))
-            return _F32.call(e.fn, args)
+            if e.fn == "f64":
+                return np.asarray(_exact_literals(_F64, e.args, args)[0]).astype(np.float64)
+            ev = _arith(*args)
+            return ev.call(e.fn, _exact_literals(ev, e.args, args))
         raise GirError(f"cannot evaluate {type(e).__name__} in a kernel", getattr(e, "loc", None))
 
 

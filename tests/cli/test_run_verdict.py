@@ -242,6 +242,6 @@ def test_help_documents_the_rule(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     out = capsys.readouterr().out
-    for words in ("NaN must appear exactly where the reference has NaN", "f32 1e-05, f16 0.01, bf16 0.01",
+    for words in ("NaN must appear exactly where the reference has NaN", "f32 1e-05, f64 1e-12, f16 0.01, bf16 0.01",
                   "integers and bool exact", "--inputs FILE.npz", "--range NAME=LO:HI", "ill-conditioned"):
         assert words in " ".join(out.split()), words

@@ -104,7 +104,7 @@ def test_eval_prints_summary(capsys):
     ("M=3", "error: size N of input 'x' is not given (use --sizes N=...)"),
     ("M3,N=4", "error: bad --sizes entry 'M3': expected NAME=INT (e.g. M=4,N=7)"),
     ("M=3,N=x", "error: bad --sizes entry 'N=x': expected NAME=INT (e.g. M=4,N=7)"),
-    ("M=0,N=2", "error: size M=0 must be at least 1"),
+    ("M=-2,N=2", "error: size M=-2 must be at least 0"),
 ])
 def test_eval_size_errors_are_one_liners(capsys, tmp_path, sizes, message):
     out_file = tmp_path / "out.npz"

@@ -191,7 +191,7 @@ def test_output_file_is_exactly_that_file(capsys, tmp_path):
     ("M=3,,N=5", "bad --sizes entry ''"),
     ("M=\u0663,N=5", "bad --sizes entry"),
     ("M=3,M=4,N=5", "M is given twice"),
-    ("M=0,N=5", "must be at least 1"),
+    ("M=-1,N=5", "must be at least 0"),
     ("M=3,N=5,Q=7", "--sizes binds 'Q', which"),
 ])
 def test_bad_sizes_are_usage_errors(capsys, sizes, message):

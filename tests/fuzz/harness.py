@@ -25,7 +25,7 @@ REMARK = re.compile(r"^[^:]+:\d+:\d+: remark: ")
 # not about a place in the GIR file.
 LOCATIONLESS = [re.compile(p) for p in (
     r"^error: bad --sizes entry '",                       # --sizes syntax
-    r"^error: size \w+=-?\d+ must be at least 1",           # --sizes value < 1
+    r"^error: size \w+=-\d+ must be at least 0",            # --sizes value < 0
     r"^error: size \w+=\d+ is too large \(at most 2\^62\)",  # --sizes value absurd
     r"^error: size \w+ of input '\w+' is not given",       # --sizes missing a symbol
     r"^error: cannot read ",                              # missing/unreadable file or --inputs

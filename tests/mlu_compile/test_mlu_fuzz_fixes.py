@@ -97,9 +97,9 @@ def test_group_norm_bench_shape_near_roofline():
     assert res.stats["seconds"] < 1.15 * compulsory / 307e9
 
 
-def test_group_norm_pattern_mismatch_is_not_fused():
-    # a different affine transform (beta scaled) is not the group-norm form: falls back, still correct
+def test_group_norm_pattern_mismatch_is_still_fused():
+    # a different affine transform (beta scaled) is not groupnorm.py's form: the tile recipe (tiles.py) fuses it
     src = open("/work/main/samples/group_norm.gir").read().replace("+ beta[g, c]", "+ 2.0 * beta[g, c]")
     f = parse_text(src).funcs[0]
     e = _compare(f, {"N": 1, "G": 2, "CG": 2, "HW": 3}, seed=5)
-    assert len(e.kernels) > 1
+    assert len(e.kernels) == 1

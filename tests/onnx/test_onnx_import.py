@@ -45,10 +45,11 @@ def single(op: str, inputs, out_shape=None, opset: int = 20, inits=(), **attrs):
 def test_bert_layer():
     r = import_onnx(graphs.bert_layer())
     assert sorted(f.name for f in r.functions) == ["add_div_erf", "add_layernormalization", "div_add_softmax",
-                                                   "transpose"]
+                                                   "transpose_reshape"]
     assert r.left_out_ops().count("MatMul") == 4
     assert all("compute-bound" in x.reason for x in r.left_out if x.op_type == "MatMul")
-    assert "merges axes" in left(r)["Reshape_6"] and "(issue: language reach)" in left(r)["Reshape_6"]
+    merge = r.function("transpose_reshape")  # the head merge [B, S, H, D] → [B, S, H*D]: a result view
+    assert [p.view is not None for p in merge.func.results] == [True] and "Reshape" not in r.left_out_ops()
     softmax = r.function("div_add_softmax")
     assert softmax.inputs == {"scores": "scores", "mask": "mask"} and softmax.outputs == {"probs": "probs"}
     ln = r.function("add_layernormalization")
@@ -64,8 +65,8 @@ def test_llama_block():
         assert op in ops
     reasons = left(r)
     assert "(issue: language reach)" in reasons["Concat_11"]          # RoPE's rotate-half
-    assert "prefix slice" in reasons["Slice_8"]
-    assert {x.op_type for x in r.left_out} == {"MatMul", "Concat", "Slice"}
+    assert {x.op_type for x in r.left_out} == {"MatMul", "Concat"}   # both Slices of rotate-half imported
+    assert any("q_lo" in f.outputs.values() for f in r.functions)
     rms = r.function("pow_reducemean_add")
     assert "mean(" in rms.text and rms.outputs == {"h_": "h"}
     causal = next(f for f in r.functions if "Softmax" in f.op_types)
@@ -171,12 +172,12 @@ def test_split_reshape_into_a_result_and_not_into_an_intermediate():
 
 
 def test_left_out_with_reasons():
-    r = import_onnx(single("CumSum", [("x", T.FLOAT, [4])], inits=[graphs.const("axis", np.int64(0))]))
-    assert "scan" in r.left_out[0].reason
-    r = import_onnx(single("Relu", [("x", T.DOUBLE, [4])]))
-    assert "float64" in r.left_out[0].reason and r.left_out[0].kind == "dtype"
-    r = import_onnx(single("Flatten", [("x", T.FLOAT, [2, 3, 4])], axis=1))
-    assert "reshape views are not in the language yet (issue: language reach)" in r.left_out[0].reason
+    r = import_onnx(single("CumSum", [("x", T.FLOAT, [4])], inits=[graphs.const("axis", np.int64(3))]))
+    assert "out of range" in r.left_out[0].reason and r.left_out[0].kind == "attribute"
+    r = import_onnx(single("Relu", [("x", T.UINT8, [4])]))
+    assert "uint8" in r.left_out[0].reason and r.left_out[0].kind == "dtype"
+    r = import_onnx(single("Reshape", [("x", T.FLOAT, ["A", 3, 4])], inits=[graphs.const("s", np.array([3, -1]))]))
+    assert r.left_out[0].kind == "shape" and "element counts" in r.left_out[0].reason
 
 
 def test_non_convex_component_is_split():
@@ -199,7 +200,7 @@ def test_gir_import_onnx_and_write(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"{f.name}.gir" for f in r.functions] + ["report.md", "report.json"])
     report = json.loads((tmp_path / "report.json").read_text())
-    assert {x["op_type"] for x in report["left_out"]} == {"MatMul", "Reshape"}
+    assert {x["op_type"] for x in report["left_out"]} == {"MatMul"}
     assert "## Left out" in (tmp_path / "report.md").read_text()
 
 
@@ -228,5 +229,5 @@ def test_backend_node_tests():
     cov = coverage()
     print(cov.summary())
     assert not cov.mismatching, cov.mismatching[:5]
-    assert len(cov.matching) >= 400
-    assert cov.float64 > 0
+    assert len(cov.matching) >= 538  # 540 measured (docs/onnx.md)
+    assert cov.float64 == 0  # float64 is imported (GIR f64)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import gir
 from conftest import SAMPLES, assert_same_semantics
 from gir import ir
+from gir.scan import is_scan
 from gir.verifier import verify_module
 from gir.passes.base import PassContext
 from gir.passes.builtin.exprs import refs, rename_refs
@@ -44,7 +45,8 @@ def test_the_passes_do_something_on_the_samples():
 
 def _pollute(func: ir.Func) -> ir.Func:
     """Add work for canonicalize, cse and dce: a renamed duplicate of every intermediate (read by its last
-    reader), a dead variant of it, and `* (2.0 - 1.0) + 0.0` around every float result."""
+    reader), a dead variant of it, `* (2.0 - 1.0) + 0.0` around every float result and a dead copy of every other
+    result."""
     results = {r.name: r for r in func.results}
     body = list(func.body)
     for stmt in func.body:
@@ -62,10 +64,14 @@ def _pollute(func: ir.Func) -> ir.Func:
         dup = dataclasses.replace(stmt, target=dataclasses.replace(stmt.target, name=name + "_dup"))
         dead = ir.Assign(dataclasses.replace(stmt.target, name=name + "_dead"), ir.UnOp("-", stmt.value))
         body[at:at] = [dup, dead]
-    for k, s in enumerate(body):
-        if s.target.name in results and results[s.target.name].type.dtype.is_float:
+    for k, s in reversed(list(enumerate(body))):
+        if s.target.name not in results:
+            continue
+        if results[s.target.name].type.dtype.is_float and not is_scan(s.value):
             one = ir.BinOp("-", ir.Const(2.0), ir.Const(1.0))
             body[k] = dataclasses.replace(s, value=ir.BinOp("+", ir.BinOp("*", s.value, one), ir.Const(0.0)))
+        else:  # integer, boolean and scan results (a scan is its statement's whole right-hand side): a dead copy
+            body.insert(k + 1, dataclasses.replace(s, target=dataclasses.replace(s.target, name=s.target.name + "_dead")))
     return dataclasses.replace(func, body=tuple(body))
 
 

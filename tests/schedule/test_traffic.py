@@ -27,6 +27,7 @@ from gir.parser import parse_file
 from gir.passes.analysis.traffic import compulsory_bytes
 from gir.passes.schedule import lower_func
 from gir.targets.sim import run_func
+from gir.views import complete_sizes, to_view, user_sizes
 
 SAMPLES = sorted(os.path.basename(p)[:-4] for p in glob.glob("samples/*.gir"))
 SIZES = {
@@ -43,18 +44,24 @@ SIZES = {
     "broadcast_scale": {"A": 64, "B": 64, "C": 32, "D": 32},
     "channel_stats": {"N": 16, "C": 512, "H": 32, "W": 32},
     "group_norm_affine": {"N": 16, "G": 32, "CG": 8, "HW": 1024},
+    # issue 13's constructs: quasi-affine indices (D = 2K), a reshape view (4 groups: C % 4 == 0)
+    "rope_flat": {"S": 4096, "D": 1024, "K": 512},
+    "group_norm_view": {"N": 16, "C": 32, "H": 64, "W": 64},   # groups of 8 x 4096, as group_norm above
 }
 # programs written to test the class a schedule belongs to (any axis, broadcasts, cross-team reductions)
 GENERALITY = {"softmax_axis0", "softmax_mid", "softmax_col", "layernorm_bwd", "rope", "broadcast_scale",
               "channel_stats", "group_norm_affine"}
 GENERALITY_GOAL = 1.10
-XFAIL: dict[str, str] = {}   # none left (group_norm, layernorm_768, onehot fixed)
+XFAIL: dict[str, str] = {   # group_norm, layernorm_768, onehot fixed
+    "rope_flat": "1.37x: each select branch reads its neighbour element (x[s, d +- 1]) in its own load",
+    "cumsum": "1.75x: its three scans (two along j, one reverse along i) are three kernels, each reading x once; "
+              "sibling scans are not fused"}
 GOAL = 1.05
 ROWS: dict[str, tuple] = {}
 
 
 def _sizes(func, name):
-    return SIZES.get(name) or {s: 4096 for s in func.size_symbols()}
+    return complete_sizes(func, dict(SIZES.get(name) or {s: 4096 for s in user_sizes(func)}))
 
 
 @pytest.mark.slow
@@ -65,7 +72,7 @@ def test_global_bytes_within_goal_of_compulsory(name):
     sizes = _sizes(func, name)
     inputs = random_inputs(func, sizes, np.random.default_rng(11))
     low = lower_func(func, "sim", {"sizes": sizes})
-    st = run_func(low, inputs, sizes, check_races=False).stats
+    st = run_func(low, to_view(func, inputs, sizes), sizes, check_races=False).stats
     read, written = compulsory_bytes(func, sizes)
     ratio = st.global_bytes / (read + written)
     ROWS[name] = (sizes, st.global_read_bytes, read, st.global_write_bytes, written, ratio, len(low.kernels))

@@ -121,7 +121,7 @@ def test_mlu_clamp_into_its_own_upper_bound():
 
 
 def test_mlu_workcount_classes():
-    from gir.codegen.mlu.workcount import count_work
+    from gir.passes.schedule_mlu.workcount import count_work
     func = parse_text("func f(x: f32[M, N]) -> (a: f32[M, N], b: f32[M, N], c: f32[M, N]) {\n"
                       "  a[i, j] = sin(x[i, j])\n  b[i, j] = floor(x[i, j])\n  c[i, j] = clamp(x[i, j], 0.0, 1.0)\n}\n",
                       "<w>").funcs[0]

@@ -50,7 +50,7 @@ def data_inputs(node: onnx.NodeProto) -> list[str]:
 def _register_all() -> None:
     import importlib
 
-    for module in ("elementwise", "normalize", "reduce", "views"):  # each registers its lowerings
+    for module in ("elementwise", "normalize", "reduce", "scan", "views"):  # each registers its lowerings
         importlib.import_module(f"gir.onnx.ops.{module}")
 
 

@@ -1,4 +1,5 @@
-"""Element-wise operators: arithmetic, comparisons, logic, activations, Where, Cast, Clip."""
+"""Element-wise operators: arithmetic, comparisons, logic, activations (GIR's math builtins where one exists:
+gelu, gelu_tanh, softplus, silu, floor, ceil, round, sin, cos, clamp), Where, Cast, Clip."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import onnx
 from gir import ir
 from gir.onnx.build import (LANGUAGE_REACH, FunctionBuilder, Unsupported, Value, broadcast_shapes, gir_dtype,
                             literal, read_broadcast)
-from gir.onnx.expr import add, call, cmp, div, f, maximum, minimum, mul, neg, select, sub
+from gir.onnx.expr import add, call, cmp, div, f, maximum, minimum, mul, neg, select
 from gir.onnx.model import attributes
 from gir.onnx.ops import lowers
 
@@ -91,16 +92,19 @@ def _neg_abs(b: FunctionBuilder, node: onnx.NodeProto) -> None:
 
 # ------------------------------------------------------------------ float functions
 def _gelu(x: ir.Expr, attrs: dict) -> ir.Expr:
-    if attrs.get("approximate", b"none") in (b"tanh", "tanh"):
-        inner = mul(f(math.sqrt(2 / math.pi)), add(x, mul(f(0.044715), mul(mul(x, x), x))))
-        return mul(mul(f(0.5), x), add(f(1.0), call("tanh", inner)))
-    return mul(mul(f(0.5), x), add(f(1.0), call("erf", mul(x, f(1 / math.sqrt(2))))))
+    tanh = attrs.get("approximate", b"none") in (b"tanh", "tanh")
+    return call("gelu_tanh" if tanh else "gelu", x)
+
+
+def _swish(x: ir.Expr, attrs: dict) -> ir.Expr:
+    alpha = float(attrs.get("alpha", 1.0))
+    return call("silu", x) if alpha == 1.0 else mul(x, call("sigmoid", mul(f(alpha), x)))
 
 
 def _selu(x: ir.Expr, attrs: dict) -> ir.Expr:
     alpha = attrs.get("alpha", 1.6732632423543772848170429916717)
     gamma = attrs.get("gamma", 1.0507009873554804934193349852946)
-    return mul(f(gamma), select(cmp("<=", x, f(0.0)), sub(mul(f(alpha), call("exp", x)), f(alpha)), x))
+    return mul(f(gamma), select(cmp("<=", x, f(0.0)), mul(f(alpha), call("expm1", x)), x))
 
 
 _FLOAT_UNARY: dict[str, Callable[[ir.Expr, dict], ir.Expr]] = {
@@ -112,17 +116,26 @@ _FLOAT_UNARY: dict[str, Callable[[ir.Expr, dict], ir.Expr]] = {
     "Sigmoid": lambda x, a: call("sigmoid", x),
     "Reciprocal": lambda x, a: call("recip", x),
     "Gelu": _gelu,
+    "Swish": _swish,
+    "Floor": lambda x, a: call("floor", x),
+    "Ceil": lambda x, a: call("ceil", x),
+    "Round": lambda x, a: call("round", x),
+    "Sin": lambda x, a: call("sin", x),
+    "Cos": lambda x, a: call("cos", x),
+    "Tan": lambda x, a: div(call("sin", x), call("cos", x)),
+    "Sinh": lambda x, a: mul(f(0.5), add(call("expm1", x), neg(call("expm1", neg(x))))),  # no cancellation at 0
+    "Cosh": lambda x, a: mul(f(0.5), add(call("exp", x), call("exp", neg(x)))),
     "Selu": _selu,
     "LeakyRelu": lambda x, a: select(cmp("<", x, f(0.0)), mul(f(a.get("alpha", 0.01)), x), x),
-    "Elu": lambda x, a: select(cmp("<", x, f(0.0)), mul(f(a.get("alpha", 1.0)), sub(call("exp", x), f(1.0))), x),
-    "Celu": lambda x, a: add(maximum(f(0.0), x), minimum(f(0.0), mul(f(a.get("alpha", 1.0)), sub(
-        call("exp", div(x, f(a.get("alpha", 1.0)))), f(1.0))))),
+    "Elu": lambda x, a: select(cmp("<", x, f(0.0)), mul(f(a.get("alpha", 1.0)), call("expm1", x)), x),
+    "Celu": lambda x, a: add(maximum(f(0.0), x), minimum(f(0.0), mul(f(a.get("alpha", 1.0)),
+                                                                 call("expm1", div(x, f(a.get("alpha", 1.0))))))),
     "HardSigmoid": lambda x, a: maximum(f(0.0), minimum(f(1.0), add(mul(f(a.get("alpha", 0.2)), x),
                                                                     f(a.get("beta", 0.5))))),
     "HardSwish": lambda x, a: mul(x, maximum(f(0.0), minimum(f(1.0), add(div(x, f(6.0)), f(0.5))))),
-    "Softplus": lambda x, a: call("log", add(call("exp", x), f(1.0))),
+    "Softplus": lambda x, a: call("softplus", x),
     "Softsign": lambda x, a: div(x, add(f(1.0), call("abs", x))),
-    "Mish": lambda x, a: mul(x, call("tanh", call("log", add(f(1.0), call("exp", x))))),
+    "Mish": lambda x, a: mul(x, call("tanh", call("softplus", x))),
     "ThresholdedRelu": lambda x, a: select(cmp(">", x, f(a.get("alpha", 1.0))), x, f(0.0)),
 }
 
@@ -197,12 +210,11 @@ def _clip(b: FunctionBuilder, node: onnx.NodeProto) -> None:
     ins = [x] + [v for v in bounds if v is not None]
 
     def fn(e: ir.Expr, *rest: ir.Expr) -> ir.Expr:
-        rest = list(rest)
+        if lo is not None and hi is not None:
+            return ir.Call("clamp", (e, rest[0], rest[1]))  # min(max(x, lo), hi), as numpy.clip
         if lo is not None:
-            e = maximum(e, rest.pop(0))
-        if hi is not None:
-            e = minimum(e, rest.pop(0))
-        return e
+            return maximum(e, rest[0])
+        return minimum(e, rest[0]) if hi is not None else e
     elementwise(b, node, fn, ins)
 
 
@@ -251,7 +263,7 @@ def _cast_like(b: FunctionBuilder, node: onnx.NodeProto) -> None:
     elementwise(b, node, lambda e: call(to.value, e), [x])
 
 
-@lowers("Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+@lowers("Asin", "Acos", "Atan", "Asinh",
         "Acosh", "Atanh", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot")
 def _not_in_language(b: FunctionBuilder, node: onnx.NodeProto) -> None:
     raise Unsupported(f"GIR has no {node.op_type.lower()} function yet " + LANGUAGE_REACH, "language")

@@ -2,8 +2,10 @@
 
 None of them defines a statement unless its output is a result of the function (then it is copied into
 place). A reshape is an index map when it only inserts or removes axes of extent 1 or splits one axis into
-several with static extents (`x[b, s, 64 * h + d]`); merging axes needs `//` and `%` in indices, which the
-language does not have yet.
+several with static extents (`x[b, s, 64 * h + d]`). A reshape that merges axes is a reshape view at the
+function's boundary (docs/gir.md "Views"): a parameter declared in the input's shape and viewed in the output's,
+or a result declared in the output's shape and viewed in the input's; the partition cuts a chain after such a
+reshape of a tensor it computes, so each side views the same bytes.
 """
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ import onnx
 from gir import ir
 from gir.onnx.build import LANGUAGE_REACH, FunctionBuilder, Index, Unsupported
 from gir.onnx.expr import add, mul
-from gir.onnx.model import attributes
+from gir.onnx.model import Graph, attributes
 from gir.onnx.ops import lowers
 
-RESHAPE_REACH = "reshape views are not in the language yet " + LANGUAGE_REACH
+RESHAPE_REACH = "a view of an intermediate is not in the language " + LANGUAGE_REACH
 
 
 @lowers("Identity")
@@ -48,12 +50,13 @@ def _transpose(b: FunctionBuilder, node: onnx.NodeProto) -> None:
 
 @lowers("Squeeze", "Unsqueeze", "Reshape", "Flatten", data=(0,))
 def _reshape(b: FunctionBuilder, node: onnx.NodeProto) -> None:
-    x = b.input(node, 0)
     _, shape = b.out_type(node)
-    groups = _match_axes(x.shape, shape)
+    _, src = b.tensor_type(node.input[0])
+    groups = _match_axes(src, shape)
     if groups is None:
-        raise Unsupported(f"{node.op_type} {list(x.shape)} → {list(shape)} merges axes (it needs '//' and '%' in "
-                          f"indices); {RESHAPE_REACH}", "language")
+        _reshape_view(b, node, src, shape)
+        return
+    x = b.input(node, 0)
     split = any(len(outs) > 1 for _, outs in groups)
 
     def read(idx: Index) -> ir.Expr:
@@ -65,6 +68,46 @@ def _reshape(b: FunctionBuilder, node: onnx.NodeProto) -> None:
             src[d] = offset
         return x.read(tuple(src))
     b.bind(node.output[0], b.view(x.dtype, shape, read, ranged=not split))
+
+
+def _reshape_view(b: FunctionBuilder, node: onnx.NodeProto, src: tuple, shape: tuple) -> None:
+    """A reshape that merges axes, as a parameter or result view: the input, when it comes from outside, is a
+    parameter viewed in the output shape; else the output must be a result, declared in its shape and viewed
+    in the input's. (The partition ends a function after such a reshape of a tensor it computes.)"""
+    if not same_count(src, shape):
+        raise Unsupported(f"{node.op_type} {list(src)} → {list(shape)}: the element counts are not equal as "
+                          "products of the sizes", "shape")
+    viewed = b.viewed_input(node, 0, shape)
+    if viewed is not None:
+        b.bind(node.output[0], viewed)
+        return
+    if node.output[0] not in b.result_names:
+        raise Unsupported(f"{node.op_type} {list(src)} → {list(shape)} merges axes of a tensor computed in the same "
+                          f"function and is read there; {RESHAPE_REACH}", "language")
+    b.define_viewed(node.output[0], b.input(node, 0), shape)
+
+
+def same_count(a: tuple, c: tuple) -> bool:
+    """Whether two static/symbolic shapes have the same number of elements, as products of sizes."""
+    def count(shape: tuple) -> tuple[int, list]:
+        n, names = 1, []
+        for d in shape:
+            if isinstance(d, int):
+                n *= d
+            else:
+                names.append(d)
+        return n, sorted(map(str, names))
+    return count(a) == count(c)
+
+
+def boundary_reshape(graph: Graph, node: onnx.NodeProto) -> bool:
+    """A Reshape / Flatten that merges axes (a view at a function's boundary, not an index map)."""
+    if node.op_type not in ("Reshape", "Flatten") or not node.input or not node.output:
+        return False
+    src, dst = graph.tensors.get(node.input[0]), graph.tensors.get(node.output[0])
+    if src is None or dst is None or src.shape is None or dst.shape is None:
+        return False
+    return _match_axes(tuple(src.shape), tuple(dst.shape)) is None
 
 
 def _match_axes(src: tuple, dst: tuple) -> list[tuple[int, list[int]]] | None:
@@ -130,10 +173,6 @@ def _slice(b: FunctionBuilder, node: onnx.NodeProto) -> None:
             raise Unsupported(f"Slice of the symbolic axis {n}", "shape")
         first, _, stride = slice(start, end, step).indices(n)
         maps[axis] = (first, stride)
-        if first == 0 and stride == 1 and shape[axis] not in (1, n):
-            raise Unsupported(f"a prefix slice of axis {axis} ({n} → {shape[axis]}) reads with the plain index, "
-                              "and GIR ranges an index by every tensor it indexes directly; slice views are not "
-                              "in the language yet " + LANGUAGE_REACH, "language")
 
     def read(idx: Index) -> ir.Expr:
         src = list(idx)
@@ -141,13 +180,16 @@ def _slice(b: FunctionBuilder, node: onnx.NodeProto) -> None:
             if x.shape[axis] == 1:
                 continue
             term = idx[axis] if stride == 1 else mul(ir.Const(stride), idx[axis])
-            src[axis] = term if first == 0 else add(term, ir.Const(first))
+            # a prefix keeps `+ 0`: a plain `x[i]` would give i the range of x's whole axis (GIR ranges an
+            # index by every tensor it indexes directly), `x[i + 0]` leaves the range to the reader
+            whole = first == 0 and stride == 1 and shape[axis] == x.shape[axis]
+            src[axis] = term if whole or (first == 0 and stride != 1) else add(term, ir.Const(first))
         return x.read(tuple(src))
     trivial = all(first == 0 and stride == 1 and shape[a] == x.shape[a] for a, (first, stride) in maps.items())
     b.bind(node.output[0], b.view(x.dtype, shape, read, ranged=trivial))
 
 
-@lowers("Concat", "Split", "Pad", "Tile", "Gather", "GatherElements", "ScatterND", "CumSum", "DepthToSpace",
+@lowers("Concat", "Split", "Pad", "Tile", "Gather", "GatherElements", "ScatterND", "DepthToSpace",
         "SpaceToDepth", "Resize", "TopK", "ArgMax", "ArgMin")
 def _not_expressible(b: FunctionBuilder, node: onnx.NodeProto) -> None:
     why = {"Concat": "a piecewise index map (select between inputs by index range)",
@@ -155,7 +197,6 @@ def _not_expressible(b: FunctionBuilder, node: onnx.NodeProto) -> None:
            "Pad": "reads guarded by index ranges",
            "Gather": "data-dependent indexing", "GatherElements": "data-dependent indexing",
            "ScatterND": "data-dependent writes",
-           "CumSum": "a scan (prefix sum)",
            "TopK": "sorting", "ArgMax": "index-returning reductions", "ArgMin": "index-returning reductions",
            }.get(node.op_type, "'//' and '%' in indices")
     raise Unsupported(f"{node.op_type} needs {why}, not in the language yet {LANGUAGE_REACH}", "language")

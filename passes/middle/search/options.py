@@ -15,8 +15,10 @@ def parse_hints(items) -> dict[str, int]:
             if not sep:
                 raise ValueError
             out[key.strip()] = int(value)
+            if out[key.strip()] < 0:
+                raise ValueError
         except ValueError:
-            raise GirError(f"bad size hint '{item}': expected NAME=INT") from None
+            raise GirError(f"bad size hint '{item}': expected NAME=INT with INT >= 0") from None
     return out
 
 

@@ -19,7 +19,7 @@ from gir.printer import format_type
 from gir.passes.base import ModulePass, PassContext
 from gir.passes.machines import machine_for
 from gir.passes.middle.graph import FuncGraph
-from gir.passes.middle.search import reference, rows, tiles, transpose
+from gir.passes.middle.search import reference, rows, scan, tiles, transpose
 from gir.passes.middle.search.candidate import Candidate, rank
 from gir.passes.middle.search.options import parse_hints
 from gir.passes.middle.search.units import Unit, units_of
@@ -51,10 +51,12 @@ class FuncPlan:
 
 @dataclass(frozen=True)
 class Schedule(ModulePass):
-    """Search a schedule for every group of the IDFG and emit explicit GPU kernels (target: cuda, hip or sim).
+    """Search a schedule for every group of the IDFG and emit explicit kernels (target: cuda, hip, sim or mlu-sim).
 
-    sizes: size hints for the search ("M=4096,N=4096"; the kernels stay correct for all sizes);
-    machine: h100, a100, mi250x or mi300x (default: the target's); check: prove every kernel safe."""
+    sizes: size hints for the search ("M=4096,N=4096"; the kernels stay correct for all sizes; on mlu-sim the
+    sizes every kernel is built for, one per size symbol); machine: h100, a100, mi250x or mi300x (default: the
+    target's; mlu370 on mlu-sim); check: prove every kernel safe (GPU targets). On mlu-sim the recipes are the
+    MLU strategies of passes/schedule_mlu (search/mlu.py)."""
     name: ClassVar[str] = "schedule"
     consumes: ClassVar[str] = "idfg"
     produces: ClassVar[str] = "gir"
@@ -64,10 +66,18 @@ class Schedule(ModulePass):
     check: bool = True
 
     def __post_init__(self) -> None:
-        if self.target not in GPU_TARGETS:
-            raise ValueError(f"unknown GPU target '{self.target}' (expected one of {', '.join(GPU_TARGETS)})")
+        from gir.passes.middle.search.mlu import MLU_TARGETS, mlu_machine
+        if self.target in MLU_TARGETS:
+            mlu_machine(self.machine)
+        elif self.target not in GPU_TARGETS:
+            raise ValueError(f"unknown target '{self.target}' (expected one of "
+                             f"{', '.join(GPU_TARGETS + MLU_TARGETS[:1])})")
 
     def apply(self, ctx: PassContext, graph) -> ir.Module:
+        from gir.limits import refuse_empty_tensors
+        from gir.passes.middle.search import mlu
+        if mlu.is_mlu(self.target):
+            return mlu.schedule_graph(ctx, graph, parse_hints(self.sizes))
         m = machine_for(self.target, self.machine or None)
         hints = parse_hints(self.sizes)
         opts = dict(ctx.options)
@@ -76,6 +86,9 @@ class Schedule(ModulePass):
         plans = ctx.artifacts.setdefault("plans", [])
         for f in graph.funcs:
             if isinstance(f, FuncGraph):
+                # a hint binding a size to 0: no kernel over no elements (gir run / gir.compile specialise such a
+                # binding first, gir/empty.py); located at the empty tensor, as `gir compile` and the MLU do
+                refuse_empty_tensors(f.func, "scheduling", hints)
                 func, plan = schedule_func(f, self.target, m, hints, opts, ctx)
                 ctx.bump("schedule.kernels", len(func.kernels))
                 funcs.append(func)
@@ -115,6 +128,8 @@ class _Choice:
 
 def unit_candidates(g: FuncGraph, unit: Unit, target: str, m, hints, opts) -> list[Candidate]:
     out: list[Candidate] = []
+    if scan.scan_units(unit):  # cumsum & co.: the scan recipe (the reference mapping cannot print a scan)
+        return scan.candidates(g, unit, m, hints)
     if unit.all_forwarded(g):
         team = set(unit.group.team)
         for rg in rows.row_groups(g, unit.stmts, None if unit.peeled else team, unit.group.varmap):
@@ -206,7 +221,9 @@ def _assemble(g: FuncGraph, choices: list[_Choice]):
     except GirError as exc:  # a recipe bug: show the generated text
         raise GirError(f"internal error: the search emitted invalid GIR for '{g.name}': {exc}\n{text}") from None
     from dataclasses import replace
-    return replace(out, loc=g.func.loc), owners
+    # the source's signature, reshape views included (the kernels use the view's shape, which the parameters'
+    # types already are): `gir compile --emit gir` output is called with the declared shapes, as the source
+    return replace(out, loc=g.func.loc, params=g.func.params, results=g.func.results), owners
 
 
 _CHECKED: dict[tuple[str, str, str], list] = {}
@@ -267,6 +284,8 @@ def _remarks(g: FuncGraph, choices: list[_Choice], ctx) -> None:
         ctx.remark("schedule", "analysis", f"{names}: {cur.decision.text()} (of {len(c.cands)} candidates; "
                    f"estimate {cur.seconds * 1e6:.1f} us, {cur.traffic / max(cur.compulsory, 1):.3f}x compulsory "
                    "bytes)", loc)
+        if cur.estimate.get("remark"):
+            ctx.remark("schedule", "missed", cur.estimate["remark"], loc)
         if cur.decision.recipe == "reference" and len(c.unit.stmts) > 1:
             ctx.remark("schedule", "missed", f"the fused group {names} has no tuned recipe and runs as a scalar "
                        "kernel (one thread per team)", loc, _why_not(g, c.unit, c.unit.group))

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from gir import ir
 from gir.shapes import func_info
 from gir.walk import reductions_preorder, walk
-from gir.targets.mlu.machine import MLU370, MluMachine
+from gir.passes.machines import MLU370, MluMachine
 
 SPECIAL = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "gelu", "pow", "sin", "cos", "log1p", "expm1",
            "softplus", "silu", "gelu_tanh")   # the class of each __bang_active_<fn> in targets/mlu/vector.py

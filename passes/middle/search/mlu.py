@@ -1,0 +1,61 @@
+"""The `schedule` pass on the MLU (target mlu-sim): the IDFG's functions become explicit MLU GIR.
+
+The MLU recipes are the strategies of passes/schedule_mlu (row model with z3 placement, chunked long rows, column
+reductions, permutations and reversals, the extended row forms, group normalisation, scans, op by op, scalar
+kernels: passes/schedule_mlu/schedule.py tries them in that order). They take the function at concrete sizes,
+so every size symbol needs a value in the pass's `sizes` option (`--sizes` of `gir compile` / `gir run`).
+
+They start from the operator-layer function the IDFG was built from (after naive-lower's argmax/argmin
+lowering), not from the fused groups: fuse, forward-stores, dead-stores, load-cse and promote run before them
+and their remarks are reported, but the MLU strategies make their own fusion decisions (docs/architecture.md,
+"Where we differ"): the only IDFG decision they follow is whether the function was fused at all (a pipeline
+without 'fuse' gets the op-by-op program, one MLU kernel per statement). What a strategy gives up on (a split op by op, chunked rows, a scalar kernel) is a missed
+remark in the PassContext, as the GPU search's are.
+"""
+from __future__ import annotations
+
+from gir import ir
+from gir.passes.base import PassContext
+
+MLU_TARGETS = ("mlu-sim", "mlu")
+MLU_MACHINES = ("", "mlu370")
+
+
+def is_mlu(target: str) -> bool:
+    return target in MLU_TARGETS
+
+
+def mlu_machine(machine: str = ""):
+    """The MLU description the passes plan for (passes/machines/mlu370.json); `machine` must name it or be ''."""
+    if machine.lower() not in MLU_MACHINES:
+        raise ValueError(f"unknown MLU machine '{machine}' (the MLU target simulates mlu370)")
+    from gir.passes.machines import MLU370
+    return MLU370
+
+
+def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
+    """Every function graph of `graph` scheduled by the MLU strategies; explicit functions pass through.
+    `sizes` (the pass's option) wins over the sizes of the run (`ctx.options["bound_sizes"]`: --sizes of
+    `gir compile` / `gir run`, the sizes of a gir.compile call), which bind what the option leaves out."""
+    sizes = {**dict(ctx.options.get("bound_sizes") or {}), **sizes}
+    from gir.passes.middle.graph import FuncGraph
+    from gir.passes.schedule_mlu import schedule_mlu
+
+    funcs = []
+    for f in graph.funcs:
+        if not isinstance(f, FuncGraph):
+            funcs.append(f)
+            continue
+        remarks: list = []
+        mode = "fused"
+        if not f.fused and len(f.stmts) > 1:   # a pipeline without 'fuse': the op-by-op program, as on the GPU
+            mode = "opbyop"
+            ctx.remark("schedule", "missed", f"function '{f.name}' was not fused (the pipeline has no 'fuse'): "
+                       "each statement is its own MLU kernel, intermediates go through GDRAM", f.func.loc)
+        try:
+            out = schedule_mlu(f.func, sizes, mode=mode, remarks=remarks)
+        finally:
+            ctx.remarks.extend(remarks)   # the fallbacks taken before a failure are worth seeing too
+        ctx.bump("schedule.kernels", len(out.kernels))
+        funcs.append(out)
+    return ir.Module(tuple(funcs), loc=graph.loc)

@@ -1,0 +1,376 @@
+"""Scans (cumsum, cumprod, cummax, cummin; gir/scan.py) on the MLU: a pipelined scan kernel per scan statement.
+
+`y[..., s, ..., l] = SCAN(E, s)` is cut into work units (one point of every axis other than s and the lane axis,
+and a chunk of lanes), cyclic over the cores; each unit walks the scan axis s in tiles, pipelined by codegen
+(load tile k+1 / compute tile k / store tile k-1):
+
+    acc[0:W] = identity
+    for k in 0..tiles {                                  # loads, computes, stores: software-pipelined
+      load x_t <- x[.., s0:s0 + R, .., l0:l0 + W]        # every operand of E (16-bit: landing tile + f32())
+      e = E(x_t, ...)                                    # element-wise producers, three-address on NRAM tiles
+      o[0] = acc OP e[0];  for q in 1..R { o[q] = o[q-1] OP e[q] }     # one vector op per scan row
+      acc = o[R-1]                                       # the carry into the next tile
+      store y[.., s0:s0 + R, .., l0:l0 + W] <- o
+    }
+    (the S % R tail tile with its exact size, after the loop)
+
+Two layouts, by where s lies:
+- `cols` (s is not the last axis): lanes are the last axis, the tile is [R scan rows, W lanes]: every scan step is
+  one vector op over W lanes (fully vectorised, no transpose).
+- `rows` (s is the last axis): lanes are the axis before s (rank 1: one lane); a [Ra lanes, Sc scan] tile is
+  loaded, E computed, transposed on chip (`transpose()`, `__bang_transpose`) to [Sc, Ra], scanned row by row as
+  above, transposed back and stored. Ra and Sc are multiples of 64 (dense buffers); tails load and store their
+  exact regions, and scan only their real rows.
+
+Exclusive forms write the carry first (o[0] = acc; o[q] = o[q-1] OP e[q-1]); reverse forms walk the tiles from
+the end of s and the rows of a tile from its last. f16 / bf16 tensors are scanned in f32 (rounded once per
+result), i32 natively (wrapping as numpy does).
+"""
+from __future__ import annotations
+
+from gir import ir
+from gir.errors import GirError
+from gir.scan import identity, is_scan, scan_of
+from gir.walk import walk
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.colreduce import _unit_kernel
+
+F32, I32 = ir.DType.f32, ir.DType.i32
+FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
+TILE_ELEMS = 32768           # elements per tile (at most): each tile costs two 500-cycle DMA latencies per core
+NRAM_BUDGET = 640 * 1024     # the rest stays free for the emitter's scratch tiles
+FULL, ROW, COL = "full", "row", "col"
+LANE_STEP = 32               # lane chunks: whole 128-byte f32 units (the tile pitch stays 64 elements)
+BINARY = ("+", "-", "*", "/", "max", "min", "pow")
+
+
+def has_scan(func: ir.Func) -> bool:
+    return any(is_scan(x) for s in func.body if isinstance(s, ir.Assign) for x in walk(s.value))
+
+
+class _Plan:
+    """The scan statement's geometry: scan axis, lane axis, unit axes, tile sizes."""
+
+    def __init__(self, stmt: ir.Assign, types: dict, tasks: int):
+        p = scan_of(stmt.value)
+        self.stmt, self.scan, self.tasks = stmt, p, tasks
+        self.out = stmt.target
+        self.vars = [i.name for i in self.out.index]
+        self.shape = dict(zip(self.vars, types[self.out.name].shape))
+        self.ydt = types[self.out.name].dtype
+        if self.ydt in FLOATS:
+            self.cdt = F32
+        elif self.ydt == I32:
+            self.cdt = I32
+        else:
+            raise GirError(f"the MLU scan runs f32, f16, bf16 and i32 results, not {self.ydt.value}", stmt.loc)
+        k = self.vars.index(p.axis)
+        self.axis = p.axis
+        self.S = self.shape[p.axis]
+        if k < len(self.vars) - 1:
+            self.layout, self.lane = "cols", self.vars[-1]
+        else:
+            self.layout, self.lane = "rows", (self.vars[k - 1] if k > 0 else None)
+        self.units_vars = [v for v in self.vars if v not in (p.axis, self.lane)]
+        self.nlanes = self.shape[self.lane] if self.lane else 1
+        self.n_other = 1
+        for v in self.units_vars:
+            self.n_other *= self.shape[v]
+
+    def choose(self, per_elem: int) -> None:
+        """Lane chunk W and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the busiest core's
+        elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes per tile
+        element)."""
+        if self.layout == "cols":
+            cands = [self.nlanes] if self.nlanes <= LANE_STEP else \
+                list(range(LANE_STEP, min(1024, L.round_up(self.nlanes, LANE_STEP)) + 1, LANE_STEP))
+        else:
+            cands = [64, 128, 256] if self.nlanes > 64 else [64]
+        best = None
+        for w in cands:
+            chunks = -(-self.nlanes // w)
+            units = self.n_other * chunks
+            busiest = -(-units // self.tasks) * min(w, self.nlanes)
+            key = (busiest, -w)
+            if best is None or key < best[0]:
+                best = (key, w, chunks)
+        _, self.W, self.chunks = best
+        self.units = self.n_other * self.chunks
+        cap = NRAM_BUDGET // per_elem
+        if self.layout == "cols":
+            p = L.pitch((1, self.W))
+            self.R = max(1, min(self.S, max(1, min(TILE_ELEMS, cap) // p), 2048))
+        else:
+            sc = max(L.PITCH, min(TILE_ELEMS, cap) // self.W // L.PITCH * L.PITCH)
+            self.R = min(sc, L.round_up(self.S, L.PITCH))   # Sc
+
+
+class _Kernel:
+    """Builds the explicit MLU GIR of one scan statement (sizes specialised)."""
+
+    def __init__(self, plan: _Plan, types: dict, name: str):
+        self.p, self.types, self.name = plan, types, name
+        self.allocs: dict[str, ir.Alloc] = {}
+        self.count = 0
+        self.refs: dict[str, tuple] = {}       # tensor name -> (kind, vars)
+        self.loaded: set[str] = set()          # tiles loaded / stored in the pipelined loop (pipeline slots)
+        self.stored: set[str] = set()
+        p = plan
+        for x in walk(p.scan.arg):
+            if isinstance(x, ir.Ref):
+                self.refs[x.name] = (self._kind(x), [i.name for i in x.index])
+
+    # ------------------------------------------------------------ operands
+    def _kind(self, x: ir.Ref) -> str:
+        p = self.p
+        names = []
+        for i in x.index:
+            if not isinstance(i, ir.Var) or i.name not in p.vars:
+                raise GirError(f"the MLU scan computes its operand on chip from tensors indexed by the statement's "
+                               f"variables; '{x.name}' is indexed otherwise", x.loc,
+                               ["compute the operand in its own statement first"])
+            names.append(i.name)
+        if [p.vars.index(v) for v in names] != sorted(set(p.vars.index(v) for v in names)):
+            raise GirError(f"'{x.name}' is indexed in another order than the scan's result (a transpose): the MLU "
+                           "scan cannot read it on chip", x.loc, ["compute the operand in its own statement first"])
+        dt = self.types[x.name].dtype
+        if (p.cdt == F32 and dt not in FLOATS) or (p.cdt == I32 and dt != I32):
+            raise GirError(f"the MLU scan of a {p.ydt.value} result reads '{x.name}' of type {dt.value}", x.loc,
+                           ["cast it in its own statement first"])
+        has_s, has_l = p.axis in names, p.lane in names
+        if has_s and (has_l or p.lane is None):
+            return FULL
+        if not has_s and not has_l:
+            raise GirError(f"'{x.name}' depends on neither the scan axis nor '{p.lane}': the MLU scan reads "
+                           "only tiles along them", x.loc, ["broadcast it in its own statement first"])
+        scan_only = has_s
+        return (ROW if scan_only else COL) if p.layout == "cols" else (COL if scan_only else ROW)
+
+    def alloc(self, name: str, dt: ir.DType, shape) -> str:
+        if name not in self.allocs:
+            self.allocs[name] = B.alloc(name, dt, shape, "nram")
+        return name
+
+    def shape_of(self, kind: str) -> tuple:
+        """Tile shapes in the compute orientation: cols [R, W] (scan x lanes), rows [W, Sc] (lanes x scan)."""
+        p = self.p
+        rows, cols = (p.R, max(2, p.W)) if p.layout == "cols" else (p.W, p.R)   # [R, 1] would be a row vector
+        return {FULL: (rows, cols), ROW: (rows, 1), COL: (cols,)}[kind]
+
+    def region(self, name: str, kind: str, nr: int, nc: int) -> ir.Ref:
+        if kind == FULL:
+            return B.ref(name, B.sl(0, nr), B.sl(0, nc))
+        if kind == ROW:
+            return B.ref(name, B.sl(0, nr), B.sl(0, 1))
+        return B.ref(name, B.sl(0, nc))
+
+    def gdram(self, name: str, names: list, s0, ns: int, l0, nl: int) -> ir.Ref:
+        idx = []
+        for v in names:
+            if v == self.p.axis:
+                idx.append(B.sl(s0, ns))
+            elif v == self.p.lane:
+                idx.append(B.sl(l0, nl))
+            else:
+                idx.append(B.v(f"u_{v}"))
+        return ir.Ref(name, tuple(idx))
+
+    # ------------------------------------------------------------ one tile
+    def tile(self, s0, ns: int, l0, nl: int, stage: str) -> list:
+        """Steps of one tile of `ns` scan rows and `nl` lanes at scan offset `s0`, lane offset `l0`. `stage`:
+        'unit' (operands loaded once per unit: lanes only) or 'tile' (the rest, loads / computes / stores)."""
+        p = self.p
+        nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
+        per_tile = {FULL, ROW} if p.layout == "cols" else {FULL, COL}
+        loads, convs = [], []
+        for name, (kind, names) in self.refs.items():
+            if (kind in per_tile) != (stage == "tile"):
+                continue
+            dt = self.types[name].dtype
+            t = self.alloc(f"{name}_t", p.cdt, self.shape_of(kind))
+            land = t if dt == p.cdt else self.alloc(f"{name}_h", dt, self.shape_of(kind))
+            gsl = self.gdram(name, names, s0, ns, l0, nl)
+            loads.append(B.move("load", self.region(land, kind, nr, nc), gsl))
+            if stage == "tile":
+                self.loaded.add(land)
+            if land != t:
+                convs.append(ir.Assign(self.region(t, kind, nr, nc), ir.Call("f32", (self.region(land, kind, nr,
+                                                                                                  nc),))))
+        if stage == "unit":
+            return loads + convs
+        computes: list = list(convs)
+        ev = self.expr(p.scan.arg, computes, nr, nc)
+        if not (isinstance(ev, ir.Ref) and self._tile_kind(ev) == FULL):
+            t = self.alloc("ev_", p.cdt, self.shape_of(FULL))
+            computes.append(ir.Assign(self.region(t, FULL, nr, nc), ev))
+            ev = self.region(t, FULL, nr, nc)
+        inplace = not p.scan.exclusive     # o[q] = o[q-1] OP e[q] may overwrite e[q] itself
+        if p.layout == "cols":
+            o = ev.name if inplace else self.alloc("o_", p.cdt, self.shape_of(FULL))
+            computes += self.scan_rows(ev.name, o, ns, nl)
+        else:
+            et = self.alloc("et_", p.cdt, (p.R, p.W))
+            ot = et if inplace else self.alloc("ot_", p.cdt, (p.R, p.W))
+            o = ev.name
+            computes.append(ir.Assign(B.ref(et, B.sl(0, p.R), B.sl(0, p.W)),
+                                      ir.Call("transpose", (B.ref(ev.name, B.sl(0, p.W), B.sl(0, p.R)),))))
+            computes += self.scan_rows(et, ot, ns, p.W)
+            computes.append(ir.Assign(B.ref(o, B.sl(0, p.W), B.sl(0, p.R)),
+                                      ir.Call("transpose", (B.ref(ot, B.sl(0, p.R), B.sl(0, p.W)),))))
+        src = self.region(o, FULL, nr, nc)
+        if p.ydt != p.cdt:
+            h = self.alloc("o_h", p.ydt, self.allocs[o].type.shape)
+            computes.append(ir.Assign(self.region(h, FULL, nr, nc), ir.Call(p.ydt.value, (src,))))
+            src = self.region(h, FULL, nr, nc)
+        store = B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)
+        self.stored.add(src.name)
+        return loads + computes + [store]
+
+    def _tile_kind(self, r: ir.Ref) -> str:
+        shape = self.allocs[r.name].type.shape
+        return ROW if L.is_rowvec(shape) else (COL if len(shape) == 1 else FULL)
+
+    def expr(self, e, out: list, nr: int, nc: int):
+        """Three-address computes of E on tiles; returns a tile region or a constant."""
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, bool):
+                raise GirError("the MLU scan takes numeric operands", e.loc)
+            return e
+        if isinstance(e, ir.Ref):
+            return self.region(f"{e.name}_t", self.refs[e.name][0], nr, nc)
+        if isinstance(e, ir.Call) and e.fn in ("f32", "i32") and len(e.args) == 1 and \
+                ir.DType(e.fn) == self.p.cdt and not (self.p.cdt == I32 and _has_float(e.args[0], self.types)):
+            return self.expr(e.args[0], out, nr, nc)
+        if isinstance(e, ir.UnOp) and e.op == "-":
+            args, build = [e.operand], lambda a: ir.UnOp("-", a[0])
+        elif isinstance(e, ir.BinOp) and e.op in BINARY:
+            args, build = [e.lhs, e.rhs], lambda a: ir.BinOp(e.op, a[0], a[1])
+        elif isinstance(e, ir.Call) and (e.fn in ir.UNARY_FUNCS or e.fn in BINARY or e.fn == "clamp"):
+            args, build = list(e.args), lambda a: ir.Call(e.fn, tuple(a))
+        else:
+            raise GirError("the MLU scan cannot compute this operand on chip", getattr(e, "loc", None),
+                           ["compute the operand in its own statement first"])
+        vals = [self.expr(a, out, nr, nc) for a in args]
+        kinds = {self._tile_kind(v) for v in vals if isinstance(v, ir.Ref)}
+        if not kinds:
+            raise GirError("the MLU scan cannot compute a constant operand on chip", getattr(e, "loc", None))
+        kind = FULL if FULL in kinds or kinds == {ROW, COL} else kinds.pop()
+        self.count += 1
+        t = self.alloc(f"e{self.count}_", self.p.cdt, self.shape_of(kind))
+        dst = self.region(t, kind, nr, nc)
+        out.append(ir.Assign(dst, build(vals)))
+        return dst
+
+    def scan_rows(self, e: str, o: str, ns: int, nl: int) -> list:
+        """The row steps of the scan of tile `e` ([ns rows, nl lanes], scan orientation) into `o`, carried in
+        `acc_`."""
+        p = self.p
+        op = {"cumsum": "+", "cumprod": "*", "cummax": "max", "cummin": "min"}[p.scan.op]
+        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
+
+        def row(t, r):
+            return ir.Ref(t, (B.c(r) if isinstance(r, int) else r, B.sl(0, nl)))
+
+        def comb(a, b):
+            return ir.BinOp(op, a, b) if op in "+*" else ir.Call(op, (a, b))
+        last = ns - 1
+        first, end = (last, 0) if p.scan.reverse else (0, last)
+        q = B.v("q_")
+        cur = ir.BinOp("-", B.c(last - 1), q) if p.scan.reverse else B.add(q, 1)
+        prev = B.add(cur, 1) if p.scan.reverse else q
+        steps: list = []
+        if p.scan.exclusive:
+            steps.append(ir.Assign(row(o, first), acc))
+            body = ir.Assign(row(o, cur), comb(row(o, prev), row(e, prev)))
+            tail = ir.Assign(acc, comb(row(o, end), row(e, end)))
+        else:
+            steps.append(ir.Assign(row(o, first), comb(acc, row(e, first))))
+            body = ir.Assign(row(o, cur), comb(row(o, prev), row(e, cur)))
+            tail = ir.Assign(acc, row(o, end))
+        if ns > 1:
+            steps.append(ir.For("q_", B.c(0), B.c(ns - 1), (body,)))
+        return steps + [tail]
+
+    # ------------------------------------------------------------ units
+    def lanes(self, l0, nl: int) -> list:
+        """One unit's walk of the scan axis over `nl` lanes at `l0`."""
+        p = self.p
+        full, tail = p.S // p.R, p.S % p.R
+        k = B.v("k_")
+        if p.scan.reverse:
+            s0, ts0 = ir.BinOp("-", B.c(p.S - p.R), B.mul(k, p.R)), B.c(0)
+        else:
+            s0, ts0 = B.mul(k, p.R), B.c(p.S - tail)
+        ident = identity(p.scan.op, p.cdt == F32, None if p.cdt == F32 else "int32")
+        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
+        body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
+        if full:
+            body.append(ir.For("k_", B.c(0), B.c(full), tuple(self.tile(s0, p.R, l0, nl, "tile"))))
+        if tail:
+            body += self.tile(ts0, tail, l0, nl, "tile")
+        return body
+
+    def kernel(self) -> ir.Kernel:
+        p = self.p
+        radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)]
+        unit = B.add(B.mul(B.v("it_"), p.tasks), B.v("task_"))
+        wl = p.nlanes - (p.chunks - 1) * p.W
+        l0 = B.mul(B.v("c_"), p.W)
+        if p.chunks == 1 or wl == p.W:
+            body = self.lanes(l0, min(p.W, p.nlanes))
+        else:
+            body = [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(self.lanes(l0, wl)),
+                          tuple(self.lanes(l0, p.W)))]
+        div = 1
+        for name, ext in reversed(radix):     # one-trip loops decode the unit: region starts stay affine
+            x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
+            x = x if div * ext >= p.units else ir.BinOp("%", x, B.c(ext))
+            body = [ir.For(name, x, B.add(x, 1), tuple(body))]
+            div *= ext
+        return _unit_kernel(self.name, p.units, p.tasks, list(self.allocs.values()), body)
+
+    def nram_bytes(self) -> int:
+        """NRAM of the allocs, loaded and stored tiles counted twice (pipeline slots)."""
+        total = 0
+        for n, a in self.allocs.items():
+            slots = 1 + (n in self.loaded or n in self.stored) + (n in self.loaded and n in self.stored)
+            b = L.phys_elems(a.type.shape) * L.device_nbytes(a.type.dtype) * slots
+            total += L.round_up(b, L.VECTOR_ALIGN)
+        return total
+
+
+def _has_float(e, types) -> bool:
+    return any(isinstance(x, ir.Ref) and types[x.name].dtype.is_float for x in walk(e)) or \
+        any(isinstance(x, ir.Const) and isinstance(x.value, float) for x in walk(e))
+
+
+def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
+    """The kernel of a one-statement function `spec` (sizes specialised) whose statement is a scan."""
+    st = info.stmts[0].stmt
+    if any(not isinstance(i, ir.Var) for i in st.target.index):
+        raise GirError("the MLU scan writes its result indexed by plain variables", st.target.loc)
+    plan = _Plan(st, dict(info.types), tasks)
+    name = f"{spec.name}_mlu"
+    per_elem = 16          # bytes per tile element: two f32 slots each of the loaded and the stored tile
+    for _ in range(8):       # tile sizes from a per-element estimate, refined by the real allocation
+        plan.choose(per_elem)
+        k = _Kernel(plan, dict(info.types), name)
+        kern = k.kernel()
+        used = k.nram_bytes()
+        if used <= NRAM_BUDGET or plan.R <= (1 if plan.layout == "cols" else L.PITCH):
+            break
+        per_elem = per_elem * used // NRAM_BUDGET + 1
+    if plan.layout == "cols" and plan.W * L.device_nbytes(plan.cdt) % L.VECTOR_ALIGN == 0:
+        # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles halve the widening,
+        # rounding and DMA work of a 32-lane f32 chunk (padded to 64 elements, half of every row op was pad)
+        import dataclasses
+        kern = dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),))
+    if used > NRAM_BUDGET + 128 * 1024:
+        raise GirError(f"the scan '{st.target.name}' needs {used} bytes of NRAM for one tile", st.loc)
+    if remarks is not None and plan.units < tasks:
+        from gir.passes.remarks import Remark
+        remarks.append(Remark("schedule-mlu", "missed",
+                              f"the scan '{st.target.name}' has {plan.units} independent work units for {tasks} "
+                              "cores: the others idle (the scan axis is not split across cores)", st.loc))
+    return [kern]

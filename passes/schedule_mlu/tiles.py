@@ -1,0 +1,556 @@
+"""The general tile recipe of the MLU scheduler: functions the row model cannot take (reductions and broadcasts
+over any axis, any number of statements) as one pipelined kernel on `[rows, lanes]` NRAM tiles.
+
+Every index of every statement is one of the function's *axes* (union-find over the tensors' dimensions: `x`'s
+second dimension and `mx`'s first are the same axis when a statement indexes both with one variable). The axes
+are ordered as the tensors lay them out (outermost first; a tensor that indexes two axes in the other order is a
+transpose, which this recipe does not take). Then:
+
+* **flattening**: two neighbouring axes that every tensor holds together, adjacent and in that order (and that
+  every reduction reduces together or not at all) become one axis, through a reshape view of each tensor
+  (`x: f32[N, C, H, W] as [N, C, H * W]`; views cost no data movement, gir/views.py). A function that becomes
+  a row-model function that way (`y[a, b, c, d] = x[a, b, c, d] * w[c, d]` is `[A * B, C * D]` rows with a
+  per-column `w`) is handed to the row model;
+* **lanes** `L`: the last axis. It must be the last dimension of every tensor that has it. Tiles hold `W` lanes
+  (chunks of the lane axis, whole 128-byte units, or the whole axis), so element-wise work is one vector op over
+  the tile;
+* **rows** `T`: the one other axis reductions reduce (or, without such reductions, the last axis before the
+  lanes). A reduction over `T` is a column reduction of the tile (`__bang_reduce_*_cols`, one vector op over
+  rows: no transpose); a reduction over the lanes a row reduction (`__bang_reduce_*_rows`);
+* **units** `U`: the other axes, one point of each per work unit (with a chunk of lanes, and a part of `T` when
+  `T` is streamed), units cyclic over the 32 cores.
+
+Two kernel shapes (passes/schedule_mlu/tiles_kernel.py):
+
+* `held`: some value reduced over `T` is used again at every row (softmax over a middle or leading axis,
+  normalisation statistics): a unit's whole `[T, W]` slab is one NRAM tile. The loop over a core's units is
+  software-pipelined by the emitter (load unit i+1 / compute unit i / store unit i-1): the statistics never leave
+  NRAM and the input is read once;
+* `slab`: the same when the slab fits NRAM once but not in three pipeline slots (a column softmax over 4096
+  rows): each unit loads its slab in sub-tiles (pipelined, the first statistics computed as they land),
+  runs the passes the reductions need on chip, and stores in sub-tiles (pipelined);
+* `stream`: reductions over `T` only produce results (`dgamma[j] = sum(dy[i, j] * xhat[i, j])` next to a
+  row-wise `dx`): each unit walks `T` in tiles of `R` rows (pipelined), accumulating those reductions in
+  NRAM; when the units are too few for the cores, `T` is cut into parts whose partial results a second small
+  kernel combines.
+
+f16 / bf16 tensors land in 16-bit tiles and are computed in f32 (rounded once per result); casts to f16 / bf16
+inside an expression round on chip. `NotTile` (a `NotRowModel`) when the function is outside the recipe.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from gir import ir
+from gir.errors import GirError
+from gir.passes.schedule_mlu.rowmodel import BINOPS, NotRowModel
+
+FULL, ROW, COL, SCAL, CONST = "full", "row", "col", "scalar", "const"
+FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
+REDUCE_OPS = ("sum", "max", "min", "mean")
+
+
+class NotTile(NotRowModel):
+    """The function is outside the tile recipe (the scheduler falls back)."""
+
+
+# ---------------------------------------------------------------------------------------------------- axes
+class _UF:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, x):
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def _walk_refs(e):
+    """Refs of `e` in evaluation order."""
+    if isinstance(e, ir.Ref):
+        yield e
+    elif isinstance(e, ir.BinOp):
+        yield from _walk_refs(e.lhs)
+        yield from _walk_refs(e.rhs)
+    elif isinstance(e, ir.UnOp):
+        yield from _walk_refs(e.operand)
+    elif isinstance(e, ir.Call):
+        for a in e.args:
+            yield from _walk_refs(a)
+    elif isinstance(e, ir.Reduce):
+        yield from _walk_refs(e.arg)
+
+
+def _index_vars_as_values(e, names) -> bool:
+    """Whether an index variable (in `names`) is used as a value outside a Ref's index."""
+    if isinstance(e, ir.Var):
+        return e.name in names
+    if isinstance(e, ir.BinOp):
+        return _index_vars_as_values(e.lhs, names) or _index_vars_as_values(e.rhs, names)
+    if isinstance(e, ir.UnOp):
+        return _index_vars_as_values(e.operand, names)
+    if isinstance(e, ir.Call):
+        return any(_index_vars_as_values(a, names) for a in e.args)
+    if isinstance(e, ir.Reduce):
+        return _index_vars_as_values(e.arg, names)
+    return False
+
+
+@dataclass
+class Axes:
+    order: list            # axis ids, outermost first
+    ext: dict              # axis -> extent
+    dims: dict             # tensor name -> tuple of axes (one per dimension)
+    svars: list            # per statement: index variable -> axis
+    types: dict            # tensor name -> TensorType (sizes specialised)
+
+
+def find_axes(func: ir.Func, info) -> Axes:
+    """The function's axes (NotTile for transposes, diagonals, computed or constant indices, index values)."""
+    uf = _UF()
+    types = dict(info.types)
+    for k, st in enumerate(info.stmts):
+        s = st.stmt
+        names = set(st.ranges)
+        if _index_vars_as_values(s.value, names):
+            raise NotTile("an index is used as a value")
+        for ref in [s.target, *_walk_refs(s.value)]:
+            if len(ref.index) != len(types[ref.name].shape):
+                raise NotTile(f"'{ref.name}' indexed with another rank")
+            for d, i in enumerate(ref.index):
+                if not isinstance(i, ir.Var) or i.name not in names:
+                    raise NotTile(f"'{ref.name}' has a computed or constant index")
+                uf.union(("v", k, i.name), ("t", ref.name, d))
+    dims: dict = {}
+    ext: dict = {}
+    for name, t in types.items():
+        axes = []
+        for d, n in enumerate(t.shape):
+            a = uf.find(("t", name, d))
+            if not isinstance(n, int):
+                raise NotTile("symbolic sizes")
+            if ext.setdefault(a, n) != n:
+                raise NotTile("an axis with two extents")
+            axes.append(a)
+        if len(set(axes)) != len(axes):
+            raise NotTile(f"'{name}' indexes one axis twice (a diagonal)")
+        dims[name] = tuple(axes)
+    svars = []
+    for k, st in enumerate(info.stmts):
+        m = {v: uf.find(("v", k, v)) for v in st.ranges}
+        if len(set(m.values())) != len(m):
+            raise NotTile("a statement indexes one axis with two variables (a diagonal)")
+        svars.append(m)
+    # order: tensors' dimension order (a precedence graph); ties by first appearance in the largest tensors
+    first: dict = {}
+    for name in sorted(dims, key=lambda n: -len(dims[n])):
+        for a in dims[name]:
+            first.setdefault(a, len(first))
+    succ: dict = {a: set() for a in first}
+    indeg: dict = {a: 0 for a in first}
+    for axes in dims.values():
+        for a, b in zip(axes, axes[1:]):
+            if b not in succ[a]:
+                succ[a].add(b)
+                indeg[b] += 1
+    order = []
+    ready = sorted((a for a in first if indeg[a] == 0), key=first.get)
+    while ready:
+        a = ready.pop(0)
+        order.append(a)
+        for b in succ[a]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                ready.append(b)
+        ready.sort(key=first.get)
+    if len(order) != len(first):
+        raise NotTile("tensors lay out their axes in different orders (a transpose)")
+    return Axes(order, ext, dims, svars, types)
+
+
+def _reduced_axes(info, axes: Axes) -> list[frozenset]:
+    out = []
+    for k, st in enumerate(info.stmts):
+        for vs in st.reduce_vars.values():
+            out.append(frozenset(axes.svars[k][v] for v in vs))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- flattening
+def flatten(func: ir.Func, info) -> tuple[ir.Func, bool]:
+    """`func` with every run of neighbouring axes that all tensors hold together (adjacent, in order, reduced
+    together) merged into one axis through reshape views; (func, False) when nothing merges."""
+    axes = find_axes(func, info)
+    reds = _reduced_axes(info, axes)
+    groups: list[list] = []
+    for a in axes.order:
+        if groups and _mergeable(groups[-1][-1], a, axes, reds):
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    merged = [g for g in groups if len(g) > 1]
+    if not merged:
+        return func, False
+    head = {g[0]: g for g in merged}
+    inner = {a for g in merged for a in g[1:]}
+
+    def new_shape(name):
+        shape = []
+        for a in axes.dims[name]:
+            if a in inner:
+                continue
+            n = 1
+            for b in head.get(a, [a]):
+                n *= axes.ext[b]
+            shape.append(n)
+        return tuple(shape)
+
+    def retype(p: ir.Param) -> ir.Param:
+        shape = new_shape(p.name)
+        if shape == tuple(p.type.shape):
+            return p
+        outer = p.view.outer if p.view is not None else p.type
+        t = ir.TensorType(p.type.dtype, shape)
+        return dataclasses.replace(p, type=t, view=ir.View(outer, tuple(ir.Const(n) for n in shape)))
+
+    def rw(e, k):
+        if isinstance(e, ir.Ref):
+            idx = []
+            for d, i in enumerate(e.index):
+                a = axes.dims[e.name][d]
+                if a not in inner:
+                    idx.append(i)
+            return dataclasses.replace(e, index=tuple(idx))
+        if isinstance(e, ir.BinOp):
+            return dataclasses.replace(e, lhs=rw(e.lhs, k), rhs=rw(e.rhs, k))
+        if isinstance(e, ir.UnOp):
+            return dataclasses.replace(e, operand=rw(e.operand, k))
+        if isinstance(e, ir.Call):
+            return dataclasses.replace(e, args=tuple(rw(a, k) for a in e.args))
+        if isinstance(e, ir.Reduce):
+            return dataclasses.replace(e, arg=rw(e.arg, k))
+        return e
+
+    body = []
+    for k, s in enumerate(func.body):
+        if isinstance(s, ir.Assign):
+            s = dataclasses.replace(s, target=rw(s.target, k), value=rw(s.value, k))
+        body.append(s)
+    return dataclasses.replace(func, params=tuple(retype(p) for p in func.params),
+                               results=tuple(retype(p) for p in func.results), body=tuple(body)), True
+
+
+def _mergeable(a, b, axes: Axes, reds) -> bool:
+    for dims in axes.dims.values():
+        if (a in dims) != (b in dims):
+            return False
+        if a in dims and dims.index(b) != dims.index(a) + 1:
+            return False
+    return all((a in r) == (b in r) for r in reds)
+
+
+# ------------------------------------------------------------------------------------------------ the graph
+@dataclass(frozen=True)
+class Val:
+    kind: str            # full row col scalar const
+    name: str = ""
+    const: float = 0.0
+
+
+@dataclass(frozen=True)
+class Op:
+    """dst = fn(args). fn: a BINOPS value, a unary function, 'copy', 'select', 'r16' / 'rbf16' (round to f16 /
+    bf16 and back), 'lsum' / 'lmax' / 'lmin' (over the lanes: full -> row, col -> scalar), 'tsum' / 'tmax' /
+    'tmin' (over the rows: full -> col, row -> scalar)."""
+    dst: Val
+    fn: str
+    args: tuple
+
+
+def _kind(has_t: bool, has_l: bool) -> str:
+    return FULL if has_t and has_l else ROW if has_t else COL if has_l else SCAL
+
+
+def _has(kind: str) -> tuple[bool, bool]:
+    return {FULL: (True, True), ROW: (True, False), COL: (False, True), SCAL: (False, False),
+            CONST: (False, False)}[kind]
+
+
+@dataclass
+class Tiles:
+    """The analysed function: axes (after flattening), the lane / row / unit axes, values and ops."""
+    func: ir.Func
+    axes: Axes
+    lane: object
+    row: object
+    units: list                          # unit axes, outermost first
+    ops: list = field(default_factory=list)
+    inputs: dict = field(default_factory=dict)     # param name -> kind
+    outputs: dict = field(default_factory=dict)    # result name -> kind
+    vals: dict = field(default_factory=dict)       # value name -> frozenset of unit axes it depends on
+    held: bool = False                             # a reduction over the rows is used again at every row
+    accumulated: list = field(default_factory=list)  # stream mode: ops reducing over rows (tile -> accumulator)
+
+    @property
+    def n_lanes(self) -> int:
+        return self.axes.ext[self.lane]
+
+    @property
+    def n_rows(self) -> int:
+        return self.axes.ext[self.row]
+
+    def dtype(self, name: str) -> ir.DType:
+        return self.axes.types[name].dtype
+
+
+def analyze(func: ir.Func) -> Tiles:
+    """The tile view of a (flattened, sizes specialised) function, or NotTile."""
+    from gir.shapes import func_info
+    try:
+        info = func_info(func)
+    except GirError as e:
+        raise NotTile(f"not analysable: {e}") from None
+    axes = find_axes(func, info)
+    for name, t in axes.types.items():
+        if t.dtype not in FLOATS:
+            raise NotTile(f"'{name}' is {t.dtype.value}")
+    if len(axes.order) < 2:
+        raise NotTile("fewer than two axes")
+    lane = axes.order[-1]
+    for name, dims in axes.dims.items():
+        if lane in dims and dims[-1] != lane:
+            raise NotTile(f"'{name}' holds the lane axis elsewhere than last (a transpose)")
+    reds = _reduced_axes(info, axes)
+    tred = set().union(*reds) - {lane} if reds else set()
+    if len(tred) > 1:
+        raise NotTile("reductions over two axes other than the last")
+    row = next(iter(tred)) if tred else axes.order[-2]
+    units = [a for a in axes.order if a not in (lane, row)]
+    t = Tiles(func, axes, lane, row, units)
+    _Builder(t, info).build()
+    return t
+
+
+class _Builder:
+    def __init__(self, t: Tiles, info):
+        self.t, self.info = t, info
+        self.memo: dict = {}
+        self.count = 0
+        self.defined: dict[str, Val] = {}
+        self.params = {p.name for p in t.func.params}
+        self.results = [p.name for p in t.func.results]
+
+    def kind_of_axes(self, axes) -> str:
+        return _kind(self.t.row in axes, self.t.lane in axes)
+
+    def udeps(self, axes) -> frozenset:
+        return frozenset(a for a in axes if a in self.t.units)
+
+    def build(self) -> None:
+        t = self.t
+        for name in self.params:
+            v = Val(self.kind_of_axes(t.axes.dims[name]), name)
+            t.inputs[name] = v.kind
+            t.vals[name] = self.udeps(t.axes.dims[name])
+            self.defined[name] = v
+        for k, st in enumerate(self.info.stmts):
+            self.k, self.reduce_no, self.st = k, 0, st
+            target = st.stmt.target.name
+            tk = self.kind_of_axes(t.axes.dims[target])
+            val = self.expr(st.stmt.value)
+            if val.kind != CONST and not _sub(val.kind, tk):
+                raise NotTile("a statement's value has axes its target lacks")
+            last = t.ops[-1] if t.ops else None
+            if last is not None and last.dst == val and val.kind == tk and val.name.startswith("v_") \
+                    and not any(val in op.args for op in t.ops[:-1]):
+                t.ops[-1] = Op(Val(tk, target), last.fn, last.args)
+                t.vals[target] = t.vals.pop(val.name)
+                self.memo = {key: (Val(tk, target) if m == val else m) for key, m in self.memo.items()}
+            else:
+                t.ops.append(Op(Val(tk, target), "copy", (val,)))
+                t.vals[target] = self.udeps(t.axes.dims[target])
+            self.defined[target] = Val(tk, target)
+        for name in self.results:
+            if name not in self.defined or name in self.params:
+                raise NotTile(f"result '{name}' is not computed")
+            t.outputs[name] = self.defined[name].kind
+        self._classify()
+
+    def _classify(self) -> None:
+        """Held (a row reduction used again at the rows) or streamed (row reductions only feed results)."""
+        t = self.t
+        tainted: set[str] = set()
+        for op in t.ops:
+            tin = any(a.name in tainted for a in op.args if a.kind != CONST)
+            if op.fn in ("tsum", "tmax", "tmin"):
+                tainted.add(op.dst.name)
+            elif tin:
+                if _has(op.dst.kind)[0]:
+                    t.held = True
+                tainted.add(op.dst.name)
+        if not t.held:
+            t.accumulated = [op for op in t.ops if op.fn in ("tsum", "tmax", "tmin")]
+
+    # ------------------------------------------------------------ expressions
+    def fresh(self, kind: str, deps: frozenset) -> Val:
+        self.count += 1
+        v = Val(kind, f"v_{self.count}")
+        self.t.vals[v.name] = deps
+        return v
+
+    def apply(self, fn: str, args: list, kind: str | None = None) -> Val:
+        if all(a.kind == CONST for a in args) and kind is None:
+            raise NotTile("a constant expression")
+        key = (fn, tuple(args), kind)
+        if key in self.memo:
+            return self.memo[key]
+        if kind is None:
+            ht = any(_has(a.kind)[0] for a in args)
+            hl = any(_has(a.kind)[1] for a in args)
+            kind = _kind(ht, hl)
+        deps = frozenset().union(*(self.t.vals[a.name] for a in args if a.kind != CONST))
+        dst = self.fresh(kind, deps)
+        self.t.ops.append(Op(dst, fn, tuple(args)))
+        self.memo[key] = dst
+        return dst
+
+    def expr(self, e) -> Val:
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, bool):
+                raise NotTile("a boolean constant")
+            return Val(CONST, const=float(e.value))
+        if isinstance(e, ir.Ref):
+            if e.name not in self.defined:
+                raise NotTile(f"'{e.name}' is read before it is computed")
+            return self.defined[e.name]
+        if isinstance(e, ir.UnOp):
+            if e.op != "-":
+                raise NotTile("logical not")
+            return self.apply("neg", [self.expr(e.operand)])
+        if isinstance(e, ir.BinOp):
+            if e.op not in BINOPS:
+                raise NotTile(f"operator {e.op}")
+            a, b = self.expr(e.lhs), self.expr(e.rhs)
+            if e.op == "/" and b.kind != CONST and _rank(b.kind) < _rank(a.kind) and _sub(b.kind, a.kind):
+                # a / b with b broadcast (a row / column / unit statistic): a * (1 / b), the reciprocal once
+                # per statistic and a simple-class multiply per element instead of a div-class op
+                return self.apply("mul", [a, self.apply("recip", [b])])
+            return self.apply(BINOPS[e.op], [a, b])
+        if isinstance(e, ir.Call):
+            if e.fn == "f32" and len(e.args) == 1:
+                return self.expr(e.args[0])
+            if e.fn in ("f16", "bf16") and len(e.args) == 1:
+                return self.apply("r16" if e.fn == "f16" else "rbf16", [self.expr(e.args[0])])
+            if e.fn in ir.UNARY_FUNCS and len(e.args) == 1:
+                return self.apply(e.fn, [self.expr(e.args[0])])
+            if e.fn == "clamp" and len(e.args) == 3:
+                x, lo, hi = (self.expr(a) for a in e.args)
+                return self.apply("min", [self.apply("max", [x, lo]), hi])
+            if e.fn == "select" and len(e.args) == 3:
+                return self.apply("select", [self.expr(a) for a in e.args])
+            if e.fn in BINOPS and len(e.args) == 2:
+                return self.apply(BINOPS[e.fn], [self.expr(a) for a in e.args])
+            raise NotTile(f"function {e.fn}")
+        if isinstance(e, ir.Reduce):
+            if e.op not in REDUCE_OPS:
+                raise NotTile(f"reduction {e.op}")
+            vs = self.st.reduce_vars.get(self.reduce_no, ())
+            self.reduce_no += 1
+            red = {self.t.axes.svars[self.k][v] for v in vs}
+            if red - {self.t.row, self.t.lane}:
+                raise NotTile("a reduction over a unit axis")
+            v = self.expr(e.arg)
+            if v.kind == CONST:
+                raise NotTile("a reduction of a constant")
+            op = "sum" if e.op == "mean" else e.op
+            count = 1
+            for axis, prefix, bit in ((self.t.lane, "l", 1), (self.t.row, "t", 0)):
+                if axis not in red:
+                    continue
+                count *= self.t.axes.ext[axis]
+                if _has(v.kind)[bit]:
+                    ht, hl = _has(v.kind)
+                    kind = _kind(ht and bit != 0, hl and bit != 1)
+                    v = self.apply(prefix + op, [v], kind)
+                elif op == "sum":
+                    v = self.apply("mul", [v, Val(CONST, const=float(self.t.axes.ext[axis]))])
+            if e.op == "mean":
+                v = self.apply("mul", [v, Val(CONST, const=1.0 / count)])
+            return v
+        raise NotTile(f"expression {type(e).__name__}")
+
+
+def _rank(kind: str) -> int:
+    return {CONST: 0, SCAL: 1, ROW: 2, COL: 2, FULL: 3}[kind]
+
+
+def _sub(a: str, b: str) -> bool:
+    """Kind `a`'s axes are among kind `b`'s."""
+    ha, hb = _has(a), _has(b)
+    return (not ha[0] or hb[0]) and (not ha[1] or hb[1])
+
+
+# ------------------------------------------------------------------------------------------------ entry
+def tile_schedule(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, remarks=None,
+                  allow_sram: bool = True, max_rows: int = 64, views: bool = True) -> ir.Func:
+    """The scheduled function (params / results possibly viewed with merged axes, body: GDRAM temporaries and
+    kernels) of `spec` (sizes specialised) under the tile recipe, or NotTile. `views`: axes may be merged (the
+    caller declares the tensors as the returned function does)."""
+    from gir.passes.schedule_mlu import tiles_kernel as K
+    if views:   # interleaved pairs (RoPE): passes/schedule_mlu/tiles_pairs.py
+        from gir.passes.schedule_mlu.tiles_pairs import pair_schedule
+        try:
+            return pair_schedule(spec, info, tasks)
+        except NotTile:
+            pass
+    flat, changed = flatten(spec, info) if views else (spec, False)
+    name = f"{spec.name}_mlu"
+    if changed:   # merged axes may make a row-model function (the row model's own schedule then)
+        from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+        from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
+        from gir.passes.schedule_mlu.rowmodel import analyze_rows
+        try:
+            model = analyze_rows(flat, {})
+            pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows, nram=nram)
+            return dataclasses.replace(flat, body=(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), name),))
+        except (NotRowModel, NoTileFits):
+            pass
+    t = analyze(flat)
+    items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET))
+    units = plan.parts * -(-t.n_lanes // plan.W)
+    for a in t.units:
+        units *= t.axes.ext[a]
+    size = sum(math.prod(t.axes.ext[a] for a in t.axes.dims[n]) * t.dtype(n).nbytes
+               for n in list(t.inputs) + list(t.outputs))
+    if remarks is not None and units < tasks // 2 and size >= (4 << 20):   # (small programs: latency-bound anyway)
+        from gir.passes.remarks import Remark
+        remarks.append(Remark("schedule-mlu", "missed", f"'{spec.name}' has {units} independent work units for "
+                              f"{tasks} cores: the others idle (a unit holds all {t.n_rows} rows its statistics "
+                              "need)", spec.loc))
+    return dataclasses.replace(flat, body=tuple(items))
+
+
+def prefer_tiles(spec: ir.Func, info) -> bool:
+    """Whether the tile recipe goes before the rank > 2 row view (extended.py): when that view would read an
+    `[S, N]` operand shared by all units as a slab per tile (`y[a, b, c, d] = x[a, b, c, d] * w[c, d]`: 1.5x
+    the compulsory traffic in tiles of S rows), where merging axes gives per-column vectors read once."""
+    from gir.passes.schedule_mlu.fullreduce import split_scalar
+    from gir.passes.schedule_mlu.indexops import rewrite_index_values
+    from gir.shapes import func_info
+    try:
+        main, reds, _ = split_scalar(spec, info)
+        if reds or not main.body:
+            return False
+        _, ix = rewrite_index_values(main, func_info(main))
+        return bool(ix.shared)
+    except (NotRowModel, GirError):
+        return False
