@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from gir.errors import GirError
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
 from gir.views import complete_sizes, user_sizes
@@ -132,7 +133,11 @@ def measure(path: str) -> dict:
     if sizes is None:
         row["note"] = "no report size for its size symbols"
         return row
-    row["kind"] = schedule_kind(f, sizes)
+    try:
+        row["kind"] = schedule_kind(f, sizes)
+    except GirError as exc:   # refused by the MLU target (e.g. f64), located: the row says why
+        row["note"] = "refused by the MLU target: " + exc.diagnostics[0].message
+        return row
     t0 = time.perf_counter()
     try:
         fused = capped(run_func, f, None, sizes, values=False)
