@@ -72,7 +72,9 @@ def make_scan(fn: str, positional: list, kwargs: list, loc) -> ir.Call:
     flags = {"exclusive": 0, "reverse": 0}
     seen: set[str] = set()
     for key, value, kloc in kwargs:
-        if key not in flags or key in seen:
+        if key in seen:
+            raise GirError(f"keyword '{key}' given twice in {fn}()", kloc)
+        if key not in flags:
             raise GirError(f"unexpected keyword '{key}' in {fn}()", kloc, ["scans take exclusive=0|1 and reverse=0|1"])
         if len(value) != 1 or value[0] not in (0, 1):
             raise GirError(f"keyword '{key}' of {fn}() takes 0 or 1", kloc)

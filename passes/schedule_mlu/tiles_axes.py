@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from gir import ir
+from gir.walk import walk
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 
@@ -35,19 +36,8 @@ class _UF:
 
 
 def _walk_refs(e):
-    """Refs of `e` in evaluation order."""
-    if isinstance(e, ir.Ref):
-        yield e
-    elif isinstance(e, ir.BinOp):
-        yield from _walk_refs(e.lhs)
-        yield from _walk_refs(e.rhs)
-    elif isinstance(e, ir.UnOp):
-        yield from _walk_refs(e.operand)
-    elif isinstance(e, ir.Call):
-        for a in e.args:
-            yield from _walk_refs(a)
-    elif isinstance(e, ir.Reduce):
-        yield from _walk_refs(e.arg)
+    """Refs of `e` in evaluation order (operator-layer indices hold no references)."""
+    return (x for x in walk(e) if isinstance(x, ir.Ref))
 
 
 def _index_vars_as_values(e, names) -> bool:
