@@ -1,5 +1,5 @@
 """Walking expressions: every sub-expression in preorder, the preorder numbering of reductions, rebuilding an
-expression bottom-up (`map_expr`) and folding bound sizes into constants (`fold_sizes`)."""
+expression bottom-up (`map_expr`) or top-down (`map_expr_pre`) and folding bound sizes into constants (`fold_sizes`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -71,3 +71,23 @@ def fold_sizes(e, sizes: dict[str, int]):
     """`e` with every size symbol used as a value or inside an index replaced by its bound value."""
     return map_expr(e, lambda x: ir.Const(sizes[x.name], loc=x.loc) if isinstance(x, ir.Var) and x.name in sizes
                     else x)
+
+
+def map_expr_pre(e, fn: Callable):
+    """Rebuild `e` top-down: `fn(node)` first; a node `fn` replaces is not descended into, the others are rebuilt
+    from their mapped children (children in preorder: the order of `walk` and `reductions_preorder`)."""
+    y = fn(e)
+    if y is not e:
+        return y
+    if isinstance(e, ir.Ref):
+        index = tuple(map_expr_pre(i, fn) for i in e.index)
+        return e if index == e.index else dataclasses.replace(e, index=index)
+    if isinstance(e, ir.BinOp):
+        return dataclasses.replace(e, lhs=map_expr_pre(e.lhs, fn), rhs=map_expr_pre(e.rhs, fn))
+    if isinstance(e, ir.UnOp):
+        return dataclasses.replace(e, operand=map_expr_pre(e.operand, fn))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(map_expr_pre(a, fn) for a in e.args))
+    if isinstance(e, ir.Reduce):
+        return dataclasses.replace(e, arg=map_expr_pre(e.arg, fn))
+    return e

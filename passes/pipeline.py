@@ -22,7 +22,7 @@ from gir.passes.base import ModulePass, OptionError
 from gir.passes.registry import Registry, registry, unknown_pass_message
 
 # The default optimisation pipeline of `gir opt` / `gir compile`: extend it here, in this one place.
-DEFAULT_PIPELINE = "canonicalize,cse,inline-elementwise,canonicalize,dce"
+DEFAULT_PIPELINE = "canonicalize,cse,hoist-reductions,inline-elementwise,canonicalize,dce"
 
 PIPELINE_SOURCE = "<pipeline>"
 _DELIMS = set(',{}[]="\\')

@@ -446,8 +446,9 @@ class _KernelEmitter:
             return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
         start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
         if start != "0":   # rows r0..r0 + R of a tile (a slab's sub-tile): a vector over those rows (whole
-            off = f"{start} * {b.pitch}"   # 64-element groups: the tile must extend that far)
-            return Opd(FULL, f"({ptr} + {off})", L.round_up(lens[0] * b.pitch, L.PITCH), rows=lens[0],
+            off = f"{start} * {b.pitch}"   # 64-element groups, 32 for 4-byte types: the tile must extend that far)
+            unit = 32 if L.device_nbytes(b.dtype) == 4 else L.PITCH
+            return Opd(FULL, f"({ptr} + {off})", L.round_up(lens[0] * b.pitch, unit), rows=lens[0],
                        pitch=b.pitch, cols=lens[1],
                        prow=lens[0], dtype=dt, name=e.name, base=off if base == "0" else f"{base} + {off}")
         return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=b.pitch, cols=lens[1],

@@ -20,6 +20,7 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     """The default compile pipeline of a target, as text (`gir passes --default --target T`). Every target runs
     the same passes; on mlu-sim (alias mlu) promote plans with the MLU's capacities (passes/machines/mlu370.json)
     and schedule's recipes are the MLU strategies (search/mlu.py), which need every size in `sizes`."""
+    from gir.passes.builtin.hoist import HoistReductions
     from gir.passes.middle.search.mlu import is_mlu
     from gir.passes.middle.forward import DeadStores, ForwardStores
     from gir.passes.middle.fuse import Fuse
@@ -31,7 +32,7 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     hints = tuple(f"{k}={v}" for k, v in (sizes or {}).items())
     if is_mlu(target):
         target, check = "mlu-sim", True   # (the MLU's kernels are checked by gir compile / gir run --check)
-    passes = (NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
+    passes = (HoistReductions(), NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
               Promote(target=target, machine=machine, sizes=hints),
               Schedule(target=target, sizes=hints, machine=machine, check=check))
     return str(PassPipeline(passes))

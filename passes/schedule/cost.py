@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gir.passes.schedule import shift
+from gir.passes.schedule import halo, shift
 from gir.passes.schedule.rowplan import staged_rows
 from gir.passes.schedule.rows import RowConfig, RowKernel
 from gir.passes.machines import GpuMachine
@@ -51,14 +51,20 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
         vecs.remove(2)  # vec=2 only where the widest vector does not divide the row (hints)
     teams = [(t, 1) for t in (64, 128, 256, 512, 1024) if t % m.warp == 0 and t <= m.max_threads_per_block]
     teams += [(m.warp, r) for r in (1, 2, 4, 8)]
-    variants = [(v, 0, ()) for v in vecs]
+    variants = [(v, 0, (), False) for v in vecs]
     unit = shift.shift_unit(rk)
     res = shift.residues(rk, unit, hints) if unit else None
     if res is not None:  # rows start off a sector at the hinted sizes: shifted lanes, full vectors
-        variants.append((vmax, unit, res))
+        variants.append((vmax, unit, res, False))
+    if rk.halos:  # tensors read at several column offsets: staged once per chunk (halo.py)
+        variants += [(v, 0, (), True) for v in sorted({1, 2, vmax}) if v == 1 or _aligned(rk, v, hints, True)]
+        hunit = shift.shift_unit(rk, halo=True)
+        hres = shift.residues(rk, hunit, hints) if hunit else None
+        if hres is not None:
+            variants.append((vmax, hunit, hres, True))
     staged = bool(shift.staged(rk))
     for t, rw in teams:
-        for v, sh, rs in variants:
+        for v, sh, rs, hl in variants:
             kc = -(-(cin + max(sh - 1, 0)) // (t * v))
             caches = [(0, 0)]
             bc = any(c.broadcast and c.mode != "inv" for c in rk.colrefs)
@@ -69,6 +75,8 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
             for cached, inner in caches:
                 if sh and staged and (rw > 1 or not cached):
                     continue  # broadcast operands are staged per block, for a cached row (shift.py)
+                if hl and rw > 1:
+                    continue  # halos are staged by block teams (their barrier is the block's)
                 pers = [0]
                 if len(g.R) == 1 and rows > 0:
                     per_sm = max(1, min(m.max_threads_per_sm // (t * rw), 16))
@@ -76,7 +84,7 @@ def candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -
                 for p in pers:
                     if p and p * rw >= rows:
                         continue
-                    out.append(RowConfig(t, rw, v, cached, p, 0, inner, sh, rs))
+                    out.append(RowConfig(t, rw, v, cached, p, 0, inner, sh, rs, hl))
     return out
 
 
@@ -96,11 +104,12 @@ def _inv_loads(rk: RowKernel, cfg: RowConfig, hints: dict[str, int], passes: int
     return len(inv) * outer * chunks * (1 if cfg.cached else passes)
 
 
-def _aligned(rk: RowKernel, v: int, hints: dict[str, int]) -> bool:
+def _aligned(rk: RowKernel, v: int, hints: dict[str, int], staged_halo: bool = False) -> bool:
     """Whether vector width v divides every extent the vectorised path needs aligned, at the hinted
     sizes (otherwise its size guard fails there and a vec=v candidate would never run as estimated)."""
     exts = [c.align_ext for c in rk.colrefs if c.mode == "vec" and c.aligned_offset]
     exts += [rk.types[n].shape[-1] for n in rk.full_stores]
+    exts += [h.ext for h in rk.halos] if staged_halo else []
     return all(hint(e, hints) % v == 0 for e in exts)
 
 
@@ -146,22 +155,34 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     if cfg.shift:
         smem += sum(rk.colrefs[i].dtype.nbytes for i in shift.staged(rk)) * (cfg.shift + cfg.cached * cfg.threads
                                                                               * cfg.vec)
+    smem += halo.smem_bytes(rk, cfg)
     if smem > m.smem_per_block_default or tpb > m.max_threads_per_block:
+        need = halo.smem_bytes(rk, cfg)
+        if need > m.smem_per_block_default:
+            rk.halo_refused = min(rk.halo_refused or need, need)
         return None
     blocks = cfg.persistent or -(-rows // cfg.rows_per_block)
     passes = 1 if cfg.cached else max(1, rk.nphases + bool(rk.full_stores))
-    row_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if not c.broadcast)
+    staged = halo.members(rk) if halo.active(cfg) else set()
+    row_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for i, c in enumerate(rk.colrefs)
+                 if not c.broadcast and i not in staged)
+    row_in += sum(h.dtype.nbytes * ncol for h in rk.halos) if halo.active(cfg) else 0
+    # compulsory: a tensor of a halo group counts once, whether or not this configuration stages it
+    row_need = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for i, c in enumerate(rk.colrefs)
+                   if not c.broadcast and i not in halo.members(rk)) + sum(h.dtype.nbytes * ncol for h in rk.halos)
     bc_in = sum(c.dtype.nbytes * (1 if c.mode == "inv" else ncol) for c in rk.colrefs if c.broadcast)
     # a row result is stored by one thread: a whole sector per row
     out_b = sum(rk.types[n].dtype.nbytes * ncol for n in rk.full_stores) + SECTOR * len(rk.row_stores)
     # element-wise (gather) operands: consecutive lanes are `vec * stride` elements apart (stride: the tensor's
     # step along the innermost column, e.g. a row count for x[c, r]), up to a whole sector per element
     waste = sum(ncol * (min(SECTOR, c.dtype.nbytes * _cin_stride(rk, c, hints) * min(cfg.vec, 8)) - c.dtype.nbytes)
-                for c in rk.colrefs if c.mode == "elem" and not c.broadcast)
+                for i, c in enumerate(rk.colrefs) if c.mode == "elem" and not c.broadcast and i not in staged)
     dram = rows * ((row_in + waste) * passes + out_b) + bc_in
     if not cfg.shift:  # rows starting off a sector: one more sector per warp access of a row tensor
-        mis_in = sum(_misaligned(rk, c.dtype.nbytes, cfg, m, hints) * ncol for c in rk.colrefs
-                     if c.mode == "vec" and not c.broadcast)
+        mis_in = sum(_misaligned(rk, c.dtype.nbytes, cfg, m, hints) * ncol for i, c in enumerate(rk.colrefs)
+                     if c.mode == "vec" and not c.broadcast and i not in staged)
+        mis_in += sum(_misaligned(rk, h.dtype.nbytes, cfg, m, hints) * ncol
+                      for h in (rk.halos if halo.active(cfg) else []))
         mis_out = sum(_misaligned(rk, rk.types[n].dtype.nbytes, cfg, m, hints) * ncol for n in rk.full_stores)
         dram += rows * (mis_in * passes + mis_out)
     # every row team (persistent: once per team; a block of warp teams has rows_per_block of them) or
@@ -177,6 +198,8 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     l2 += rows * nw_team * SECTOR * _inv_loads(rk, cfg, hints, passes)
     span = cfg.threads * cfg.vec
     chunks = shift.chunks(cin, cfg)
+    if halo.active(cfg):  # the halos between chunks are read by both chunks beside them
+        dram += rows * passes * max(chunks - 1, 0) * SECTOR * sum(halo.extra_sectors(h) for h in rk.halos)
     lane_util = cin / (chunks * span)
     resident = min(m.max_threads_per_sm // max(tpb, 1), 32)
     regs_per_thread = max(32, regs)
@@ -189,13 +212,14 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     mlp = min(1.0, 0.55 + 0.15 * cfg.vec)
     mem_t = (dram / m.dram_bw + l2 / L2_REREAD_BW_SHARE / m.dram_bw) / max(util * mlp, 1e-3)
     sync_rounds = rk.nphases * (2 if cfg.rows_per_block == 1 and nw > 1 else 0)
+    sync_rounds += 2 * chunks * passes * len(rk.halos) if halo.active(cfg) else 0
     per_team_rows = -(-rows // max(blocks * cfg.rows_per_block, 1))
     lat = (sync_rounds * 200 + rk.nphases * 5 * 40) * per_team_rows / m.clock_hz
     instr = rows * ncol * passes * (4 + len(rk.slots)) / (m.sms * 128 * m.clock_hz)
     secs = mem_t + m.launch_s + lat + instr
     return Estimate(cfg, secs, dram, l2, blocks, tpb, regs, smem,
                     {"passes": passes, "lane_util": round(lane_util, 3), "util": round(util, 3),
-                     "compulsory": rows * (row_in + out_b) + bc_in})
+                     "compulsory": rows * (row_need + out_b) + bc_in})
 
 
 SPLIT_THREADS = 256
@@ -242,6 +266,7 @@ def estimate_split(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str
 def search(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> list[Estimate]:
     """All feasible candidates, best first."""
     ests = []
+    rk.halo_refused = None
     for cfg in candidates(rk, m, hints, vmax):
         e = estimate(rk, cfg, m, hints)
         if e is not None:
@@ -260,4 +285,10 @@ def search(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> li
     if lean and lean[0] is not ests[0]:
         ests.remove(lean[0])
         ests.insert(0, lean[0])
+    if rk.halo_refused and not any(halo.active(e.config) for e in ests):
+        names = ", ".join(sorted({h.name for h in rk.halos}))
+        for e in ests:
+            e.notes["remark"] = (f"the halo of {names} is not staged in shared memory: it needs at least "
+                                 f"{rk.halo_refused} bytes per block, more than {m.smem_per_block_default}; "
+                                 f"each column offset is a separate global load")
     return ests

@@ -153,7 +153,17 @@ def _classify(g: Group) -> None:
         for x in _walk(st.stmt.value):
             if isinstance(x, ir.Ref) and x.index and any(
                     isinstance(y, ir.Var) and y.name == inner for i in x.index for y in _walk(i)):
-                last = x.index[-1]
-                if not (isinstance(last, ir.Var) and last.name == inner):
+                if not _unit_stride(x.index[-1], inner):
                     g.kind = "colreduce"
                 return
+
+
+def _unit_stride(e: ir.Expr, var: str) -> bool:
+    """Whether index `e` is `var + c` (a constant offset), possibly clamped by min/max with a bound free of
+    `var` (the clamps of guarded accesses): consecutive `var` are consecutive elements, a row access."""
+    from gir.affine import free_vars, to_affine
+    while (isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2
+           and var not in free_vars(e.args[1])):
+        e = e.args[0]
+    a = to_affine(e)
+    return a is not None and a.coeffs == {var: 1}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from gir import ir
 from gir.affine import free_vars, to_affine
 from gir.shapes import FuncInfo, _walk
+from gir.passes.schedule import halo
 from gir.passes.schedule.emit import V, prod_expr, subst
 from gir.passes.schedule.groups import Group, cvar
 from gir.passes.schedule.kinds import BOOL, F32, kind_of
@@ -28,6 +29,7 @@ class RowConfig:
     inner: int = 0        # rows with two column dims (C0, C1) cached: chunks per C1 row (cached = C0 cap x inner)
     shift: int = 0        # > 0: lanes shifted back by the row's skew mod `shift` elements (passes/schedule/shift.py)
     residues: tuple = ()  # ((size, residue mod shift), ...): the specialisation guards of a shifted kernel
+    halo: bool = False    # stage tensors read at several column offsets through shared memory (halo.py)
 
 
 def staged_rows(cfg: RowConfig, warp: int) -> bool:
@@ -102,6 +104,7 @@ class RowAnalysis:
                 if isinstance(x, ir.Ref) and x.name in self.types and x.name not in rownames \
                         and x.name not in self.full and not x.name.startswith("@"):
                     self._add_input(x)
+        self.halos = halo.groups(self)
 
     # ---------------------------------------------------------------- analysis
     def _inline(self, e: ir.Expr) -> ir.Expr:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from gir import ir
 from gir.printer import format_expr
 from gir.shapes import _walk
-from gir.passes.schedule import shift
+from gir.passes.schedule import halo, shift
 from gir.passes.schedule.emit import (C, Lines, V, add, alloc, combine, dim_expr, fx, identity, mul, region,
                                   simplify, subst, tile)
 from gir.passes.schedule.groups import cvar, rvar
@@ -58,6 +58,7 @@ class RowKernel(RowAnalysis):
         for c in [cfg] + [c for _, c in (middle or [])]:
             if c.shift:
                 shift.staged_allocs(self, L, c)
+        halo.allocs(self, L, [cfg, fallback] + [c for _, c in (middle or [])])
         L.open(f"parallel _w in 0..{NW} @warp")
         L.open(f"parallel _l in 0..{self.warp} @lane")
         if guards and fallback is not None:
@@ -294,6 +295,7 @@ class RowKernel(RowAnalysis):
     def _loads(self, L: Lines, idx: list[int], kk: ir.Expr, cb: ir.Expr) -> None:
         VW = self.cfg.vec
         env = self._env(cb)
+        idx = halo.load(self, L, idx, kk, cb)
         for i in idx:
             c = self.colrefs[i]
             dst = f"{self.px}i{i}"

@@ -30,21 +30,27 @@ SECTOR = 32
 
 
 def _row_tensors(rk) -> list[tuple[ir.Ref, ir.DType, tuple]]:
-    """(reference, dtype, shape) of every row-dependent tensor the lanes stream along the innermost column."""
+    """(reference, dtype, shape) of every row-dependent tensor the lanes stream along the innermost column
+    (halo groups by their column `_c` itself: the staged chunk loads, halo.py)."""
     out = [(c.ref, c.dtype, rk.types[c.ref.name].shape) for c in rk.colrefs if c.mode == "vec" and not c.broadcast]
+    out += [(ir.Ref(h.name, h.lead + (ir.Var(rk.cin),)), h.dtype, rk.types[h.name].shape) for h in rk.halos]
     stores = [ir.Ref(n, tuple(ir.Var(rvar(k)) for k in range(len(rk.g.R))) + (ir.Var(rk.cin),))
               for n in rk.full_stores]
     out += [(r, rk.types[r.name].dtype, rk.types[r.name].shape) for r in stores]
     return out
 
 
-def shift_unit(rk) -> int:
+def shift_unit(rk, halo: bool = False) -> int:
     """A (elements per 32-byte sector of the narrowest row tensor), or 0 where the group cannot shift:
-    one column dim, every column operand a unit-stride `x[..., j]` access (no gathers), broadcast operands
-    one-dimensional (their rows start at 0), and at least one row tensor."""
+    one column dim, every column operand a unit-stride `x[..., j]` access (no gathers; with `halo`, members
+    of halo groups are staged from aligned chunk loads), broadcast operands one-dimensional (their rows start
+    at 0), and at least one row tensor."""
     if len(rk.g.C) != 1 or not _row_tensors(rk):
         return 0
-    for c in rk.colrefs:
+    staged_halo = {i for h in rk.halos for i, _, _ in h.members} if halo else set()
+    for i, c in enumerate(rk.colrefs):
+        if i in staged_halo:
+            continue
         if c.mode != "vec" or not c.aligned_offset:
             return 0
         if c.broadcast and len(rk.types[c.ref.name].shape) != 1:

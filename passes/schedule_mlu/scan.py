@@ -35,6 +35,7 @@ from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import _unit_kernel
+from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, serial_steps
 
 F32, I32 = ir.DType.f32, ir.DType.i32
 FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
@@ -86,7 +87,7 @@ class _Plan:
             cands = [self.nlanes] if self.nlanes <= LANE_STEP else \
                 list(range(LANE_STEP, min(1024, L.round_up(self.nlanes, LANE_STEP)) + 1, LANE_STEP))
         else:
-            cands = [64, 128, 256] if self.nlanes > 64 else [64]
+            cands = [32, 64, 128, 256] if self.nlanes > 32 else [64]
         best = None
         for w in cands:
             chunks = -(-self.nlanes // w)
@@ -96,14 +97,16 @@ class _Plan:
             if best is None or key < best[0]:
                 best = (key, w, chunks)
         _, self.W, self.chunks = best
+        # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles
+        self.dense = self.W * L.device_nbytes(self.cdt) % L.VECTOR_ALIGN == 0
         self.units = self.n_other * self.chunks
         cap = NRAM_BUDGET // per_elem
         if self.layout == "cols":
-            p = L.pitch((1, self.W))
-            self.R = max(1, min(self.S, max(1, min(TILE_ELEMS, cap) // p), 2048))
+            p = self.W if self.dense else L.pitch((1, self.W))
+            self.R = _divisor_tile(self.S, max(1, min(self.S, max(1, min(TILE_ELEMS, cap) // p), 2048)), 1)
         else:
             sc = max(L.PITCH, min(TILE_ELEMS, cap) // self.W // L.PITCH * L.PITCH)
-            self.R = min(sc, L.round_up(self.S, L.PITCH))   # Sc
+            self.R = _divisor_tile(self.S, min(sc, L.round_up(self.S, L.PITCH)), L.PITCH)   # Sc
 
 
 class _Kernel:
@@ -208,14 +211,16 @@ class _Kernel:
         inplace = not p.scan.exclusive     # o[q] = o[q-1] OP e[q] may overwrite e[q] itself
         if p.layout == "cols":
             o = ev.name if inplace else self.alloc("o_", p.cdt, self.shape_of(FULL))
-            computes += self.scan_rows(ev.name, o, ns, nl)
+            steps, o = self.scan_rows(ev.name, o, ns, nl)
+            computes += steps
         else:
             et = self.alloc("et_", p.cdt, (p.R, p.W))
             ot = et if inplace else self.alloc("ot_", p.cdt, (p.R, p.W))
             o = ev.name
             computes.append(ir.Assign(B.ref(et, B.sl(0, p.R), B.sl(0, p.W)),
                                       ir.Call("transpose", (B.ref(ev.name, B.sl(0, p.W), B.sl(0, p.R)),))))
-            computes += self.scan_rows(et, ot, ns, p.W)
+            steps, ot = self.scan_rows(et, ot, ns, p.W)
+            computes += steps
             computes.append(ir.Assign(B.ref(o, B.sl(0, p.W), B.sl(0, p.R)),
                                       ir.Call("transpose", (B.ref(ot, B.sl(0, p.R), B.sl(0, p.W)),))))
         src = self.region(o, FULL, nr, nc)
@@ -262,35 +267,16 @@ class _Kernel:
         out.append(ir.Assign(dst, build(vals)))
         return dst
 
-    def scan_rows(self, e: str, o: str, ns: int, nl: int) -> list:
-        """The row steps of the scan of tile `e` ([ns rows, nl lanes], scan orientation) into `o`, carried in
-        `acc_`."""
+    def scan_rows(self, e: str, o: str, ns: int, nl: int) -> tuple[list, str]:
+        """The row steps of the scan of tile `e` ([ns rows, nl lanes], scan orientation), carried in `acc_`
+        (passes/schedule_mlu/scan_steps.py). Returns (steps, the tile holding the result)."""
         p = self.p
-        op = {"cumsum": "+", "cumprod": "*", "cummax": "max", "cummin": "min"}[p.scan.op]
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
-
-        def row(t, r):
-            return ir.Ref(t, (B.c(r) if isinstance(r, int) else r, B.sl(0, nl)))
-
-        def comb(a, b):
-            return ir.BinOp(op, a, b) if op in "+*" else ir.Call(op, (a, b))
-        last = ns - 1
-        first, end = (last, 0) if p.scan.reverse else (0, last)
-        q = B.v("q_")
-        cur = ir.BinOp("-", B.c(last - 1), q) if p.scan.reverse else B.add(q, 1)
-        prev = B.add(cur, 1) if p.scan.reverse else q
-        steps: list = []
-        if p.scan.exclusive:
-            steps.append(ir.Assign(row(o, first), acc))
-            body = ir.Assign(row(o, cur), comb(row(o, prev), row(e, prev)))
-            tail = ir.Assign(acc, comb(row(o, end), row(e, end)))
-        else:
-            steps.append(ir.Assign(row(o, first), comb(acc, row(e, first))))
-            body = ir.Assign(row(o, cur), comb(row(o, prev), row(e, cur)))
-            tail = ir.Assign(acc, row(o, end))
-        if ns > 1:
-            steps.append(ir.For("q_", B.c(0), B.c(ns - 1), (body,)))
-        return steps + [tail]
+        units = -(-p.W * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN)
+        if doubling_pays(ns, units, p.dense, p.scan.exclusive):
+            h = self.alloc("hs_", p.cdt, self.allocs[e].type.shape)
+            return doubling_steps(p.scan, e, h, o, ns, nl, acc)
+        return serial_steps(p.scan, e, o, ns, nl, acc), o
 
     # ------------------------------------------------------------ units
     def lanes(self, l0, nl: int) -> list:
@@ -340,6 +326,20 @@ class _Kernel:
         return total
 
 
+def _divisor_tile(S: int, R: int, step: int) -> int:
+    """A tile of `R` scan rows (a multiple of `step`), or, when the tail tile would be at least half a tile, the
+    largest multiple of `step` in [R/2, R] that divides S: the tail after the pipelined loop runs unpipelined (its
+    load, compute and store in sequence), which costs more than the extra tiles' DMA latencies only when long
+    (measured: 1024 x 4096 f16 along the last axis, tiles of 704 + a tail of 576 -> 8 tiles of 512: 1.553x ->
+    1.290x the DMA roofline; a tail of 64 after tiles of 192 is cheaper than 32 tiles of 128)."""
+    if S <= R or S % R == 0 or S % R < R // 2:
+        return R
+    for r in range(R - R % step, max(step, R // 2) - 1, -step):
+        if r > 0 and S % r == 0:
+            return r
+    return R
+
+
 def _has_float(e, types) -> bool:
     return any(isinstance(x, ir.Ref) and types[x.name].dtype.is_float for x in walk(e)) or \
         any(isinstance(x, ir.Const) and isinstance(x.value, float) for x in walk(e))
@@ -361,7 +361,7 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
         if used <= NRAM_BUDGET or plan.R <= (1 if plan.layout == "cols" else L.PITCH):
             break
         per_elem = per_elem * used // NRAM_BUDGET + 1
-    if plan.layout == "cols" and plan.W * L.device_nbytes(plan.cdt) % L.VECTOR_ALIGN == 0:
+    if plan.dense:
         # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles halve the widening,
         # rounding and DMA work of a 32-lane f32 chunk (padded to 64 elements, half of every row op was pad)
         import dataclasses

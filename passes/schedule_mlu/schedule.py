@@ -67,9 +67,11 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     from gir.limits import refuse_empty_tensors, refuse_f64
     from gir.passes.analysis.index_bounds import clamp_func
     from gir.passes.builtin.argreduce import lower_arg_reductions
+    from gir.passes.builtin.hoist import hoist_reductions
 
     refuse_empty_tensors(func, "compiling", sizes)   # (gir run and gir.compile specialise empty bindings first)
     refuse_f64(func, "mlu-sim")
+    func = hoist_reductions(func)   # nested invariant reductions once (the pipeline's first pass, for direct calls)
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
     try:

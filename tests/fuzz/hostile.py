@@ -107,7 +107,7 @@ def cases() -> list[Case]:
         Case("sum-500", _sum_terms(500).encode()),
         Case("sum-2000", _sum_terms(2000).encode()),
         Case("chain-400", _chain(400).encode()),
-        Case("chain-10000", _chain(10_000).encode()),
+        Case("chain-2000", _chain(2000).encode()),       # over the 1024-statement limit
         Case("select-300", _nested_select(300).encode()),
         Case("parens-2000", _nested_parens(2000).encode()),
         Case("funcs-2000", _funcs(2000).encode()),

@@ -37,9 +37,20 @@ SIZES = [{"M": 1, "N": 1}, {"M": 5, "N": 7}, {"M": 37, "N": 67}]
     ("f32", "f32", "sum", ">")])
 def test_integer_select_over_a_nested_reduction(sizes, dtype, ydt, red, cmp):
     """`y[i] = min(select(x[i, j] == max(x[i, k]), j, N))` (argmax written out): the nested float max took the
-    i32 accumulator of the statement's target (truncated), so the compare never held."""
+    i32 accumulator of the statement's target (truncated), so the compare never held. (hoist-reductions now
+    computes the max into its own f32 intermediate first; the nested form is tested below.)"""
     text = (f"func f(x: {dtype}[M, N]) -> (y: {ydt}[M]) {{\n"
             f"  y[i] = min(select(x[i, j] {cmp} {red}(x[i, k]), j, N))\n}}\n")
+    _check(text, sizes)
+
+
+@pytest.mark.parametrize("sizes", [{"M": 1, "N": 1}, {"M": 5, "N": 7}, {"M": 9, "N": 33}])
+@pytest.mark.parametrize("dtype,ydt", [("f32", "i32"), ("f16", "i32"), ("bf16", "f32")])
+def test_integer_select_over_a_nested_reduction_that_stays_nested(sizes, dtype, ydt):
+    """The nested reduction depends on every index it is evaluated at (i and j), so hoist-reductions leaves it
+    nested: the scalar kernel still computes it in float inside the integer statement."""
+    text = (f"func f(x: {dtype}[M, N]) -> (y: {ydt}[M]) {{\n"
+            f"  y[i] = sum(select(x[i, j] * 0.5 > max(x[i, k] - x[i, j]), j + 1, 0))\n}}\n")
     _check(text, sizes)
 
 

@@ -53,7 +53,6 @@ GENERALITY = {"softmax_axis0", "softmax_mid", "softmax_col", "layernorm_bwd", "r
               "channel_stats", "group_norm_affine"}
 GENERALITY_GOAL = 1.10
 XFAIL: dict[str, str] = {   # group_norm, layernorm_768, onehot fixed
-    "rope_flat": "1.37x: each select branch reads its neighbour element (x[s, d +- 1]) in its own load",
     "cumsum": "1.75x: its three scans (two along j, one reverse along i) are three kernels, each reading x once; "
               "sibling scans are not fused"}
 GOAL = 1.05

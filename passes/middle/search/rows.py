@@ -13,7 +13,7 @@ from gir import ir
 from gir.shapes import FuncInfo, StmtInfo
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
-from gir.passes.schedule import shift, split
+from gir.passes.schedule import halo, shift, split
 from gir.passes.schedule.cost import search
 from gir.passes.schedule.groups import Group, _fit, _refs_ok, partition
 from gir.passes.schedule.rows import RowConfig, RowKernel, _Unsupported
@@ -108,15 +108,16 @@ def _candidate(rk: RowKernel, cfg: RowConfig, est, m, names: dict[str, str]) -> 
     strategy = "row-split" if cfg.split else ("row-warp" if warp_mode else "row-block")
     team = "persistent" if cfg.persistent else ("warp" if warp_mode else "block")
     C = [names.get(f"_c{k}", f"_c{k}") for k in range(len(rk.g.C))]
+    staged = halo.members(rk) if halo.active(cfg) else set()
     dec = Decision("rows", blocks=tuple(names.get(f"_r{k}", f"_r{k}") for k in range(len(rk.g.R))),
                    lanes=C[-1], warps=C[-1],
                    loops=tuple(C[:-1]), vec=cfg.vec, team=team, threads=cfg.threads,
                    tile=(("rows", cfg.rows_per_block),) if cfg.rows_per_block > 1 else (),
                    reduction="multi-block" if cfg.split else ("shuffle" if warp_mode else "shared")
                    if rk.slots else "none",
-                   levels=tuple((c.ref.name, "reg" if cfg.cached else "stream") for c in rk.colrefs
-                                if c.mode != "inv"),
-                   notes={"persistent": cfg.persistent, "shift": cfg.shift})
+                   levels=tuple((c.ref.name, "shared" if i in staged else "reg" if cfg.cached else "stream")
+                                for i, c in enumerate(rk.colrefs) if c.mode != "inv"),
+                   notes={"persistent": cfg.persistent, "shift": cfg.shift, "halo": halo.active(cfg)})
     info = {}
     if est is not None:
         info = {"seconds": est.seconds, "dram_bytes": est.dram_bytes, "l2_bytes": est.l2_bytes,
@@ -149,7 +150,7 @@ def _condemns(errors, self_: Candidate, other: Candidate) -> bool:
 
 def _emit(rk: RowKernel, cfg: RowConfig, name: str) -> Emitted:
     guards = _guards(rk, cfg)
-    fallback = RowConfig(cfg.threads, cfg.rows_per_block, 1, 0, cfg.persistent, cfg.split)
+    fallback = RowConfig(cfg.threads, cfg.rows_per_block, 1, 0, cfg.persistent, cfg.split, halo=cfg.halo)
     texts = [rk.emit(cfg, name, fallback if guards else None, guards, _middle(rk, cfg, guards))]
     names, extra = [name], []
     if cfg.split:
@@ -166,7 +167,7 @@ def _middle(rk: RowKernel, cfg: RowConfig, guards: list[str]) -> list[tuple[list
     if not (cfg.cached and cfg.vec > 1 and not cfg.split):
         return []
     mid = RowConfig(cfg.threads, cfg.rows_per_block, 1, cfg.cached * cfg.vec, cfg.persistent, 0,
-                    cfg.inner * cfg.vec)
+                    cfg.inner * cfg.vec, halo=cfg.halo)
     mg = _guards(rk, mid)
     if not mg or mg == guards:
         return []
@@ -182,6 +183,7 @@ def _guards(rk: RowKernel, cfg: RowConfig) -> list[str]:
     if cfg.vec > 1:
         exts = [c.align_ext for c in rk.colrefs if c.mode == "vec" and c.aligned_offset]
         exts += [rk.types[n].shape[-1] for n in rk.full_stores]
+        exts += [h.ext for h in rk.halos] if halo.active(cfg) else []
         for e in exts:
             g = f"{e} % {cfg.vec} == 0"
             if isinstance(e, str) and g not in guards:
