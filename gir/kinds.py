@@ -21,7 +21,7 @@ class KindChecker:
         if isinstance(e, ir.Const):
             if isinstance(e.value, bool):
                 return KIND_BOOL
-            check_literal(e, self.diag)
+            check_literal(e, self.diag, getattr(self, "f64_arithmetic", False))
             return KIND_INT if isinstance(e.value, int) else KIND_FLOAT
         if isinstance(e, ir.Var):
             return KIND_INT
@@ -109,11 +109,14 @@ class KindChecker:
 F32_MAX = 3.4028234663852886e38
 
 
-def check_literal(c: ir.Const, diag: DiagnosticCollector) -> None:
-    """Float arithmetic is done in f32: a finite literal beyond its range would silently become inf."""
-    if isinstance(c.value, float) and c.value == c.value and abs(c.value) != float("inf") and abs(c.value) > F32_MAX:
+def check_literal(c: ir.Const, diag: DiagnosticCollector, f64: bool = False) -> None:
+    """Float arithmetic is done in f32 (in f64 in a statement that reads f64 or casts to it: any finite double is
+    fine there): a finite literal beyond its range would silently become inf."""
+    if isinstance(c.value, float) and c.value == c.value and abs(c.value) != float("inf") and abs(c.value) > F32_MAX \
+            and not f64:
         diag.error(f"literal {c.value!r} overflows f32, the type floating-point arithmetic is done in", c.loc,
-                   "write inf if you mean infinity")
+                   "write inf if you mean infinity",
+                   "a statement that reads an f64 tensor or casts to f64 computes in f64, where it fits")
 
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1

@@ -141,6 +141,7 @@ class _FuncAnalyzer(KindChecker):
                 ranges[v] = (d, self.results[t.name].loc)
                 self.declared[v] = t.name
         self.collect_ranges(s.value, ranges, set(out_vars))
+        self.f64_arithmetic = self.uses_f64(s.value)   # literals: f64 range (gir/kinds.py check_literal)
         kind = self.expr_kind(s.value, set(out_vars) | set(ranges))
         missing = [v for v in out_vars if v not in ranges]
         for v in missing:

@@ -253,14 +253,19 @@ class KernelVerifier:
         if dst is not None and dst.level.off_chip:
             self.diag.error(f"compute writes @{dst.level.value} tensor '{dst.name}' directly", s.target.loc,
                             "compute on on-chip tiles and move results with store")
-        self.compute_expr(s.value, scope)
+        f64 = dst is not None and dst.type.dtype == ir.DType.f64
+        self.compute_expr(s.value, scope, f64)
         shape = region_shape(s.target)
         vshape = self.expr_shape(s.value, scope)
         if shape is not None and vshape is not None and not _broadcasts(vshape, shape):
             self.diag.error(f"value of shape {list(vshape)} does not broadcast to the target region {list(shape)}",
                             s.loc)
 
-    def compute_expr(self, e, scope) -> None:
+    def compute_expr(self, e, scope, f64: bool = False) -> None:
+        """`f64`: the target tile is f64; so is the arithmetic when a tile read or a cast is (literals of f64
+        range are fine there)."""
+        f64 = f64 or any(isinstance(x, ir.Call) and x.fn == "f64" or isinstance(x, ir.Ref) and x.name in
+                         scope.buffers and scope.buffers[x.name].type.dtype == ir.DType.f64 for x in _subexprs(e))
         for x in _subexprs(e):
             if isinstance(x, ir.Ref):
                 buf = self.region(x, scope)
@@ -269,7 +274,7 @@ class KernelVerifier:
                                     "load it into an on-chip buffer first")
             elif isinstance(x, ir.Const):
                 from gir.shapes import check_literal
-                check_literal(x, self.diag)
+                check_literal(x, self.diag, f64)
             elif isinstance(x, ir.Var) and x.name not in scope.vars and x.name not in self.sizes:
                 self.diag.error(f"unknown name '{x.name}'", x.loc)
             elif isinstance(x, ir.Call):

@@ -57,6 +57,27 @@ def test_evaluator_computes_in_f64():
     assert func_info(func).types["t"].dtype.value == "f64"
 
 
+def test_literals_of_f64_range_in_f64_statements():
+    """A literal beyond f32 is fine where the arithmetic is f64 (evaluator, sim, the CUDA emulator: the lowered
+    kernels pass the kernel verifier); in f32 arithmetic it stays a located error."""
+    from gir.shapes import func_info
+    text = "func f(x: f64[N], z: f32[N]) -> (y: f64[N]) {\n  y[i] = x[i] * 1e300 + f64(z[i]) * 1e-300\n}\n"
+    func = parse_text(text, "<lit>").funcs[0]
+    sizes = {"N": 37}
+    inp = random_inputs(func, sizes, np.random.default_rng(5))
+    ref = evaluate(func, {k: v.copy() for k, v in inp.items()})
+    assert np.isfinite(ref["y"]).all() and np.abs(ref["y"]).max() > 1e299
+    judge({"y": gir.compile(text, target="sim", sizes=sizes, cache=False)(**inp)}, ref, func, "sim")
+    from gir.targets.cuda_emu import available, run_func
+    if available():
+        from gir.passes.schedule import lower_func
+        res = run_func(lower_func(func, "cuda", {"sizes": sizes}), {k: v.copy() for k, v in inp.items()}, sizes)
+        judge(res.outputs, ref, func, "cuda_emu")
+    with pytest.raises(GirError) as e:
+        func_info(parse_text("func f(z: f32[N]) -> (y: f64[N]) {\n  y[i] = z[i] * 1e300\n}\n", "<lit32>").funcs[0])
+    assert "<lit32>:2:17" in str(e.value) and "overflows f32" in str(e.value)
+
+
 @pytest.mark.parametrize("sizes", SIZES, ids=str)
 def test_sim(sizes):
     func, inp, ref = case(sizes)
