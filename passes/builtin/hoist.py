@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gir import ir
+from gir.errors import GirError
 from gir.passes.base import ModulePass, PassContext
 from gir.passes.builtin.exprs import map_operator_funcs, var_names, walk
 from gir.shapes import func_info
@@ -50,7 +51,11 @@ def _hoist_one(func: ir.Func) -> ir.Func | None:
     for st in info.stmts:
         reds = reductions_preorder(st.stmt.value)
         span = [len(reductions_preorder(r.arg)) for r in reds]   # descendants of reduction n: n+1 .. n+span[n]
+        guarded = {id(r) for x in walk(st.stmt.value) if isinstance(x, ir.Call) and x.fn == "select"
+                   for a in x.args[1:] for r in reductions_preorder(a)}
         for n, red in enumerate(reds):
+            if id(red) in guarded:
+                continue    # inside a select branch: its guard may be what keeps it in bounds (or defined)
             outer = [a for a in range(n) if a + span[a] >= n]
             bound_here = {v for m in range(n, n + span[n] + 1) for v in st.reduce_vars.get(m, ())}
             free = var_names(red.arg) - sizes - bound_here
@@ -74,8 +79,11 @@ def _hoist_one(func: ir.Func) -> ir.Func | None:
             at = body.index(st.stmt)
             body[at:at + 1] = [hoisted, dataclasses.replace(st.stmt, value=value)]
             out = dataclasses.replace(func, body=tuple(body))
-            if info.types[st.stmt.target.name].dtype == ir.DType.f64 and \
-                    func_info(out).types[name].dtype == ir.DType.f32:
+            try:
+                types = func_info(out).types
+            except GirError:    # e.g. a free index whose range came from elsewhere in the statement: leave it
+                continue
+            if types[name].dtype == ir.DType.f32 and _f64_arithmetic(st.stmt, info.types):
                 # a float reduction of an f64 statement accumulated in f64: so does the intermediate
                 body[at] = dataclasses.replace(hoisted, value=dataclasses.replace(
                     red, arg=ir.Call("f64", (red.arg,), loc=red.loc)))
@@ -84,11 +92,19 @@ def _hoist_one(func: ir.Func) -> ir.Func | None:
     return None
 
 
+def _f64_arithmetic(s: ir.Assign, types) -> bool:
+    """The statement computes in f64: its target is f64, or it reads an f64 tensor or casts to f64."""
+    return types[s.target.name].dtype == ir.DType.f64 or any(
+        isinstance(x, ir.Ref) and x.name in types and types[x.name].dtype == ir.DType.f64 or
+        isinstance(x, ir.Call) and x.fn == "f64" for x in walk(s.value))
+
+
 def _fresh(func: ir.Func, prefix: str) -> str:
     """`prefix` + the smallest number that names nothing in `func` (r_min0, r_min1, ...)."""
     taken = {p.name for p in func.params + func.results} | set(func.size_symbols())
     for s in func.body:
         taken.add(s.target.name)
+        taken |= {x.name for x in walk(s.target) if isinstance(x, ir.Var)}
         taken |= {x.name for x in walk(s.value) if isinstance(x, (ir.Var, ir.Ref))}
     k = 0
     while f"{prefix}{k}" in taken:

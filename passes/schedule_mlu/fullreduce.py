@@ -25,8 +25,9 @@ from gir.shapes import reductions_preorder
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
-F32 = ir.DType.f32
+F32, I32 = ir.DType.f32, ir.DType.i32
 IDENT = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
+INT_IDENT = {"sum": 0, "mean": 0, "max": -(1 << 31), "min": (1 << 31) - 1}
 CHUNK = 8192
 
 
@@ -113,9 +114,14 @@ def combine_kernel(red: ScalarReduce, m: int, name: str, src_dtype: ir.DType = F
     op = "sum" if red.op == "mean" else red.op
     acc, cs = B.ref("ca_", B.sl(0, 1)), B.ref("cs_", B.sl(0, 1))
     cb = B.ref("cb_", B.sl(0, c))
-    allocs = [B.alloc("cb_", F32, (c,), "nram"), B.alloc("cs_", F32, (1,), "nram"), B.alloc("ca_", F32, (1,), "nram")]
+    # i32 partials of an integer result reduce as integers (the vector reductions accumulate int in int64): f32
+    # would round values beyond 2^24, and the tail's padding must be an integer identity
+    exact = src_dtype == I32 and not dst_dtype.is_float and op in ("sum", "max", "min")
+    adt = I32 if exact else F32
+    ident = INT_IDENT[op] if exact else IDENT[op]
+    allocs = [B.alloc("cb_", adt, (c,), "nram"), B.alloc("cs_", adt, (1,), "nram"), B.alloc("ca_", adt, (1,), "nram")]
     land = "cb_"
-    if src_dtype != F32:
+    if src_dtype != adt:
         land = "cl_"
         allocs.append(B.alloc(land, src_dtype, (c,), "nram"))
     widen = [] if land == "cb_" else [ir.Assign(cb, ir.Call("f32", (B.ref(land, B.sl(0, c)),)))]
@@ -123,19 +129,20 @@ def combine_kernel(red: ScalarReduce, m: int, name: str, src_dtype: ir.DType = F
     def step():
         comb = ir.BinOp("+", acc, cs) if op == "sum" else ir.Call(op, (acc, cs))
         return widen + [ir.Assign(cs, ir.Reduce(op, cb)), ir.Assign(acc, comb)]
-    body: list = allocs + [ir.Assign(acc, B.c(IDENT[op]))]
+    body: list = allocs + [ir.Assign(acc, B.c(ident))]
     full, tail = divmod(m, c)
     if full:
         k0 = B.mul(B.v("k_"), c)
         body.append(ir.For("k_", B.c(0), B.c(full), tuple(
             [B.move("load", B.ref(land, B.sl(0, c)), B.ref(red.src, B.sl(k0, c)))] + step())))
     if tail:
-        body.append(ir.Assign(B.ref(land, B.sl(0, c)), B.c(IDENT[op])))
+        pad = INT_IDENT[op] if not src_dtype.is_float and src_dtype != ir.DType.bool else IDENT[op]
+        body.append(ir.Assign(B.ref(land, B.sl(0, c)), B.c(ident if land == "cb_" else pad)))
         body.append(B.move("load", B.ref(land, B.sl(0, tail)), B.ref(red.src, B.sl(full * c, tail))))
         body += step()
     wrapped = ir.BinOp("*", acc, B.c(1.0 / red.count)) if red.op == "mean" else acc
     body.append(ir.Assign(acc, _replace(red.value, red.node, wrapped)))
-    if dst_dtype != F32:
+    if dst_dtype != adt:
         out = B.ref("co_", B.sl(0, 1))
         body.insert(len(allocs), B.alloc("co_", dst_dtype, (1,), "nram"))
         body += [ir.Assign(out, ir.Call(dst_dtype.value, (acc,))), B.move("store", B.ref(red.target), out)]

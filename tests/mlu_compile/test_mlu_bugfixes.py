@@ -116,3 +116,17 @@ def test_scalar_kernels_round_float_ops_to_f32(dtype, sizes):
     the simulated scalar C computed E in double (and `3.3f` as the double 3.3), so the compare missed."""
     _check(f"func f(x: {dtype}[A, B, C]) -> (y: i32[A, C]) {{\n"
            f"  y[a, c] = argmin(x[a, b, c] * (x[a, b, c] - 3.3))\n}}\n", sizes)
+
+
+@pytest.mark.parametrize("op", ["min", "max", "sum"])
+@pytest.mark.parametrize("n", [1, 37, 5000])
+def test_integer_full_reductions_are_exact(op, n):
+    """`r[] = min(w[p])` over i32: the combine kernel reduced the partials in f32 (values beyond 2^24 rounded) and
+    padded its int tile with INFINITY (a simulator error); it now reduces i32 partials as integers (sums wrap as
+    numpy's int32)."""
+    text = f"func f(w: i32[N]) -> (r: i32[]) {{\n  r[] = {op}(w[p])\n}}\n"
+    func = parse_text(text, "prog.gir").funcs[0]
+    w = np.random.default_rng(n).integers(-2_000_000_000, 2_000_000_000, size=n).astype(np.int32) | 1
+    got = run_func(func, {"w": w}, {"N": n}).outputs["r"]
+    want = {"min": w.min(), "max": w.max(), "sum": w.sum(dtype=np.int32)}[op]
+    assert int(got) == int(want), (op, n, int(got), int(want))

@@ -61,6 +61,27 @@ def test_top_level_and_independent_reductions_stay():
     assert _hoist(dep) == parse_text(dep)
 
 
+@pytest.mark.parametrize("text", [
+    # j gets its range from x[i, j] outside the nested max only: alone, the hoisted statement would have none
+    "func f(x: f32[M, N], z: f32[K]) -> (r: f32[M]) {\n  r[i] = sum(x[i, j] * max(select(k > j, z[k], 0.0)))\n}\n",
+    # inside a select branch: the guard keeps z[j + 1] in bounds (and unevaluated where it would not be)
+    "func f(x: f32[M, J], y: f32[J, K], z: f32[J]) -> (r: f32[M]) {\n"
+    "  r[i] = sum(select(j < J - 1, x[i, j] * max(y[j, k] * z[j + 1]), 0.0))\n}\n"])
+def test_left_nested_when_hoisting_would_change_its_meaning(text):
+    assert _hoist(text) == parse_text(text)
+
+
+def test_fresh_names_avoid_index_variables():
+    text = "func f(x: f32[M, N]) -> (r: f32[M, N]) {\n  r[i, r_max0] = sum(x[i, j] * max(x[k, j]))\n}\n"
+    out = _text(text)
+    assert "r_max1[j] = max(x[k, j])" in out
+
+
+def test_f64_arithmetic_with_an_f32_result_keeps_f64_accumulation():
+    text = "func f(x: f64[M, N], z: f32[N]) -> (r: f32[M]) {\n  r[i] = f32(sum(x[i, j] - sum(z[k])))\n}\n"
+    assert "= sum(f64(z[k]))" in _text(text)
+
+
 def test_fresh_names_do_not_clash():
     text = ("func f(x: f32[M, N]) -> (r: f32[], r_min0: f32[]) {\n  r_min0[] = sum(x[i, j])\n"
             "  r[] = sum(x[i, j] - min(x[k, l]))\n}\n")
