@@ -5,8 +5,9 @@ exactly with isl at fixed sizes; compulsory bytes; reuse; 32-byte sectors per wa
   relations to buffers of that level × element size (masked accesses clipped to the tensor);
 - compulsory = every input element read once + every output element written once;
 - reuse of a global read = pairs / distinct elements;
-- sectors: the distinct 32-byte segments touched by one warp (32 consecutive lanes, the other
-  variables at their lower bounds) for one global access, against the minimum for those bytes.
+- sectors: the distinct 32-byte segments touched by one warp (32 consecutive lanes) for one global access,
+  averaged over sampled instances of the other variables (rows off a sector boundary straddle one more),
+  against the minimum for those bytes.
 """
 from __future__ import annotations
 
@@ -96,9 +97,10 @@ def _lane_var(ins):
     return inner[-1] if inner else None
 
 
-def _warp_lanes(ins, env) -> list[dict[str, int]]:
-    """The thread variables of the first warp's lanes: @lane values 0..31 of warp 0, or the first 32 linear
-    thread ids of nested @thread scopes (the innermost varies fastest, as threadIdx.x)."""
+def _warp_lanes(ins, env, pick=None) -> list[dict[str, int]]:
+    """The thread variables of one warp's lanes: @lane values 0..31 (the warp is an outer variable), or 32
+    consecutive linear thread ids of nested @thread scopes (the innermost varies fastest, as threadIdx.x): the
+    first warp, or warp `pick(number of warps)`."""
     lanes = [v for v in ins.vars if v.level == ir.ParLevel.lane]
     if lanes:
         v = lanes[-1]
@@ -110,7 +112,8 @@ def _warp_lanes(ins, env) -> list[dict[str, int]]:
     for lo, hi in bounds:
         total *= max(0, hi - lo)
     out = []
-    for tid in range(min(total, WARP)):
+    w0 = pick(-(-total // WARP)) * WARP if pick is not None and total > WARP else 0
+    for tid in range(w0, min(total, w0 + WARP)):
         point, rest = {}, tid
         for v, (lo, hi) in reversed(list(zip(threads, bounds))):
             point[v.name] = lo + rest % (hi - lo)
@@ -119,24 +122,69 @@ def _warp_lanes(ins, env) -> list[dict[str, int]]:
     return out
 
 
-def warp_sectors(ki: KernelInfo, ins, acc, sizes) -> tuple[int | None, int | None, int | None, int | None]:
-    """(sectors touched, minimum sectors for those bytes, lane stride in elements, bytes the lanes ask for) for
-    the first warp of the first instance of everything else; all None if there is no lane variable."""
+SAMPLES = 64   # instances of the non-thread variables whose warps are counted (seeded, with the first instance)
+
+
+def warp_sectors(ki: KernelInfo, ins, acc, sizes) -> tuple[float | None, int | None, int | None, float | None]:
+    """(sectors touched, minimum sectors for those bytes, lane stride in elements, bytes the lanes ask for) per
+    warp access: the first warp of each of SAMPLES instances of the other variables (the first instance, then
+    seeded uniform ones), averaged: rows that start off a sector boundary (f32 rows of odd length) straddle one
+    sector more than aligned ones, which the first instance alone (row 0) does not show. The minimum and the
+    stride are the first instance's. All None if there is no lane variable."""
+    import random
     lane = _lane_var(ins)
     if lane is None:
         return None, None, None, None
-    env = dict(sizes)
     thread_names = {v.name for v in ins.vars if v.level in (ir.ParLevel.lane, ir.ParLevel.thread)}
-    for v in ins.vars:
-        if v.name not in thread_names:
-            env[v.name] = eval_int(v.lo, env)
+    rng = random.Random(0)
+    total_sectors = total_asked = 0
+    first_result = None
+    for k in range(SAMPLES):
+        env = dict(sizes)
+        empty = False
+        for v in ins.vars:
+            if v.name not in thread_names:
+                lo = eval_int(v.lo, env)
+                hi = _bound(v.hi, env, lo + 1)
+                if hi <= lo:
+                    empty = True
+                    break
+                env[v.name] = lo if k == 0 else rng.randrange(lo, hi)
+        if empty:
+            break
+        res = _one_warp(ins, acc, sizes, env, thread_names, None if k == 0 else rng.randrange)
+        if first_result is None:
+            first_result = res
+        total_sectors += res[0]
+        total_asked += res[3]
+        if k == 0 and all(v.name in thread_names or _bound(v.hi, env, 0) - eval_int(v.lo, env) <= 1
+                          for v in ins.vars):
+            break   # a single instance
+    if first_result is None or not total_asked:
+        return (first_result or (0, 0, None, 0))
+    _, ideal, stride, asked = first_result
+    return total_sectors * asked / total_asked, ideal, stride, asked
+
+
+def _bound(e, env, default: int) -> int:
+    """An upper bound that may use thread variables (a loop inside the thread scope): `default` then (the loop
+    is not sampled)."""
+    try:
+        return eval_int(e, env)
+    except KeyError:
+        return default
+
+
+def _one_warp(ins, acc, sizes, env, thread_names, pick=None) -> tuple[int, int, int | None, int]:
+    """(sectors, ideal sectors, lane stride, bytes asked) of one warp (the first, or `pick`'s: _warp_lanes) at
+    the instance `env`."""
     for v in ins.vars:  # thread variables' bounds may only use outer variables: their lower bounds first
         if v.name in thread_names:
             env.setdefault(v.name, eval_int(v.lo, env))
     shape = [d if isinstance(d, int) else sizes[d] for d in acc.buf.type.shape]
     nb = acc.buf.type.dtype.nbytes
     addrs, first, asked = set(), {}, 0
-    for k, point in enumerate(_warp_lanes(ins, env)):
+    for k, point in enumerate(_warp_lanes(ins, env, pick)):
         env.update(point)
         if not all(_truth(c, env) for c in ins.conds):
             continue

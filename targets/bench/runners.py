@@ -110,7 +110,8 @@ class SimRunner(Runner):
 
 def analysed_bytes(func: ir.Func, sizes: dict[str, int]) -> float:
     """Global bytes of every kernel from the isl access relations, in whole 32-byte sectors per warp access
-    (the first warp's sectors over the bytes its lanes ask for, as the simulator counts them)."""
+    (sectors per warp access averaged over sampled warps and instances, over the bytes the lanes ask for, as the
+    simulator counts them: passes/analysis/traffic.warp_sectors)."""
     from gir.passes.analysis.traffic import kernel_traffic
 
     total = 0.0
