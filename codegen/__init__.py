@@ -87,6 +87,10 @@ def emit_func(func: ir.Func, target: str = "cuda", sizes: dict[str, int] | None 
     for item in func.body:
         if isinstance(item, ir.Alloc):
             roles[item.name], types[item.name] = "temp", item.type
+    from gir.printer import format_expr
+    from gir.views import derived_sizes, outer_type
+    derived = {n: format_expr(e) for n, e in derived_sizes(func).items()}
+    views = {p.name: list(outer_type(p).shape) for p in func.params + func.results if p.view is not None}
     out = []
     for kernel in func.kernels:
         kernel_index = index_type
@@ -102,10 +106,15 @@ def emit_func(func: ir.Func, target: str = "cuda", sizes: dict[str, int] | None 
             name = names[p.name]
             if p.kind == "tensor":
                 t = types[name]
-                args.append({"name": name, "kind": "tensor", "dtype": t.dtype.value, "shape": list(t.shape),
-                             "role": roles[name], "const": p.const})
+                arg = {"name": name, "kind": "tensor", "dtype": t.dtype.value, "shape": list(t.shape),
+                       "role": roles[name], "const": p.const}
+                if name in views:   # a reshape view: the caller's array has the declared shape (same bytes)
+                    arg["declared_shape"] = views[name]
+                args.append(arg)
             else:
                 args.append({"name": name, "kind": "size", "dtype": "i64" if kernel_index == "int64" else "i32"})
+                if name in derived:   # a view's compound dimension, computed from the caller's sizes
+                    args[-1]["value"] = derived[name]
         shared = sum(-(-d.size * ir.DType(d.ctype).nbytes // 16) * 16 for d in kfunc.shared)
         meta = {"name": kernel.name, "func": func.name, "target": target, "grid": describe_grid(lw.plan),
                 "block": list(lw.block), "shared_bytes": {"static": shared, "dynamic": 0},

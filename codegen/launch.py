@@ -114,7 +114,8 @@ def _walk_body(body, parent: ir.Parallel | None, dim: int, plan, sizes, size_nam
 # ------------------------------------------------------ size-expression evaluator
 def eval_size_expr(text: str, sizes: dict[str, int]) -> int:
     """Evaluate a grid extent such as `cdiv(M, 4)` or `max(N // 2, 1)` (integers, + - * // %,
-    cdiv/min/max, size names). Raises GirError for anything else or an unbound size."""
+    cdiv/min/max, size names), or a view's derived size (`C / 4`: an exact division). Raises GirError for anything
+    else, an unbound size or an inexact division."""
     try:
         tree = pyast.parse(text, mode="eval")
     except SyntaxError as exc:
@@ -133,6 +134,10 @@ def _ev(n, sizes, text) -> int:
         return -_ev(n.operand, sizes, text)
     if isinstance(n, pyast.BinOp):
         a, b = _ev(n.left, sizes, text), _ev(n.right, sizes, text)
+        if isinstance(n.op, pyast.Div):   # a view's exact division (`C / 4`)
+            if b == 0 or a % b:
+                raise GirError(f"'{text}' is not an integer at these sizes ({a} / {b})")
+            return a // b
         ops = {pyast.Add: lambda: a + b, pyast.Sub: lambda: a - b, pyast.Mult: lambda: a * b,
                pyast.FloorDiv: lambda: a // b, pyast.Mod: lambda: a % b}
         if type(n.op) in ops:

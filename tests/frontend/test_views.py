@@ -235,3 +235,21 @@ def test_gir_compile_on_mlu_sim_with_external_shapes():
     y = gir.compile(GN, target="mlu-sim", sizes={"G": 2}, cache=False)(x, w)
     assert y.shape == x.shape
     assert compare(y, _gn_ref(x, w, 2), ir.DType.f32).passed
+
+
+def test_launch_metadata_says_how_derived_sizes_are_computed():
+    """A kernel of a function with views takes the derived sizes as arguments: the metadata gives each one's
+    expression over the caller's sizes, and each viewed tensor's declared shape."""
+    from gir.codegen import emit_func
+    from gir.codegen.launch import eval_size_expr
+    from gir.parser import parse_file
+    from gir.passes.schedule import lower_func
+    from gir.views import complete_sizes
+    func = parse_file("samples/group_norm_view.gir").funcs[0]
+    user = {"N": 2, "C": 12, "H": 3, "W": 5}
+    full = complete_sizes(func, dict(user))
+    (k, *_) = emit_func(lower_func(func, "cuda", {"sizes": full}), "cuda")
+    args = {a["name"]: a for a in k.meta["args"]}
+    values = {n: a["value"] for n, a in args.items() if a["kind"] == "size" and "value" in a}
+    assert values and all(eval_size_expr(v, user) == full[n] for n, v in values.items())
+    assert args["x"]["declared_shape"] == ["N", "C", "H", "W"] and "declared_shape" not in args["N"]
