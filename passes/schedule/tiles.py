@@ -271,12 +271,7 @@ class TileKernel(TileStores, TileCross):
         self.tw_team = self.twt(cfg)
         self.pos: dict[str, ir.Expr] = {}
         for ax, v in self.gridvars.items():
-            if ax == cfg.lane:
-                self.pos[ax] = add(mul(V(v), C(cfg.lanes_l * self.twl(cfg))), mul(V("_tl"), C(self.twl(cfg))))
-            elif ax == cfg.warp_axis:
-                self.pos[ax] = add(mul(V(v), C(cfg.warps * cfg.lanes_w)), self._thread_on_warp_axis())
-            else:
-                self.pos[ax] = V(v)
+            self.pos[ax] = self._grid_pos(cfg, ax, v)
         if cfg.tile is not None and cfg.tile != cfg.lane:
             self.pos[cfg.tile] = C(0)
         self.slot_index: ir.Expr = C(0)
@@ -304,6 +299,13 @@ class TileKernel(TileStores, TileCross):
             B.close()
         self._batched_stores()
         self._cross_finish()
+
+    def _grid_pos(self, cfg: TileConfig, ax: str, v: str) -> ir.Expr:
+        if ax == cfg.lane:
+            return add(mul(V(v), C(cfg.lanes_l * self.twl(cfg))), mul(V("_tl"), C(self.twl(cfg))))
+        if ax == cfg.warp_axis:
+            return add(mul(V(v), C(cfg.warps * cfg.lanes_w)), self._thread_on_warp_axis())
+        return V(v)
 
     def _declare(self) -> None:
         a, cfg, px, w, wt = self.a, self.c, self.px, self.w, self.tw_team

@@ -109,7 +109,8 @@ def candidates(a: TileAnalysis, m, hints) -> list[TileEstimate]:
                                 est = estimate(a, c, m, hints)
                                 if est is not None:
                                     out.append(est)
-    return out
+    from gir.passes.schedule.tiles_skew import skew_candidates   # rows off a sector boundary (tiles_skew.py)
+    return out + skew_candidates(a, m, hints, estimate)
 
 
 def _team_splits(a: TileAnalysis, lane: str, tile: str | None, col: bool, m, hints):

@@ -87,7 +87,9 @@ class Operand:
         kern = self.kern
         B, w = kern.B, self.width()
         dst = f"{self.reg()}[{fx(slot)}, 0:{w}]"
-        if self.mode == "tile":
+        if self.mode == "tile" and kern.c.skew:
+            kern.skew_load(self, slot)
+        elif self.mode == "tile":
             text, _ = kern.region(self.ref.name, self.ref.index, w)
             vec = kern.vector_width(w, self.dtype)
             B(f"load {dst} <- {text} with {f'vec={vec}, ' if vec > 1 else ''}mask, other=0")

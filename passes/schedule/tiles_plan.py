@@ -40,6 +40,9 @@ class TileConfig:
     vectors: bool = True         # tile loads/stores as vectors (the fast path; the fallback is scalar)
     lanew: str | None = None     # column tiles: in-team axis of the remaining lanes when it differs from the
                                  # warps' (e.g. lanes over a small innermost axis, warps over another)
+    skew: int = 0                # > 0: shifted column tiles (tiles_skew.py), A = elements per sector
+    win: int = 0                 # shifted column tiles: aligned windows of 32 vectors per block tile
+    residues: tuple[tuple[str, int], ...] = ()  # shifted: the hinted residues mod A the kernel is specialised on
 
     @property
     def lanew_axis(self) -> str | None:

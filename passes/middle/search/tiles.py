@@ -11,6 +11,7 @@ from __future__ import annotations
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.schedule.tiles import TileKernel
+from gir.passes.schedule.tiles_skew import SkewTileKernel
 from gir.passes.schedule.tiles_cost import candidates as tile_candidates
 from gir.passes.schedule.tiles_plan import TileAnalysis, Unsupported
 
@@ -61,7 +62,7 @@ def _candidate(a: TileAnalysis, est) -> Candidate:
                    notes={"column": col, "persistent": cfg.persistent})
 
     def emit(name: str) -> Emitted:
-        kern = TileKernel(a, cfg)
+        kern = (SkewTileKernel if cfg.skew else TileKernel)(a, cfg)
         texts = kern.emit(name)
         names = [name] + [f"{name}_{c.target}" for c in a.cross]
         return Emitted(texts, kern.partial_allocs(), names)
