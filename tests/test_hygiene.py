@@ -31,3 +31,17 @@ def _timer_assertions(text: str) -> list[str]:
 def test_no_wall_clock_assertions():
     bad = [f"{p.relative_to(TESTS)}: {line}" for p in _sources() for line in _timer_assertions(p.read_text())]
     assert not bad, f"wall-clock assertions: {bad}"
+
+
+def test_no_test_defined_twice():
+    """A module-level test defined twice silently replaces the first (pytest collects the last one)."""
+    import ast
+    bad = []
+    for p in _sources():
+        seen: set[str] = set()
+        for node in ast.parse(p.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node.name in seen and node.name.startswith(("test", "Test")):
+                    bad.append(f"{p.relative_to(TESTS)}:{node.lineno} {node.name}")
+                seen.add(node.name)
+    assert not bad, f"tests defined twice: {bad}"
