@@ -297,6 +297,20 @@ def to_view(func: ir.Func, arrays: dict, sizes: dict[str, int], params=None) -> 
     return out
 
 
+def to_scheduled(func: ir.Func, arrays: dict, sizes: dict[str, int]) -> dict:
+    """`arrays` (in the source's view shapes) seen in the shapes of the scheduled function `func`, whose views may
+    merge axes (the MLU tile recipe): the same elements, reshaped where the element counts agree."""
+    out = dict(arrays)
+    for p in func.params:
+        if p.view is None or p.name not in arrays:
+            continue
+        want = _maybe_shape(p.type, sizes)
+        arr = arrays[p.name]
+        if want is not None and tuple(np.shape(arr)) != want and int(np.size(arr)) == int(np.prod(want)):
+            out[p.name] = np.reshape(arr, want)
+    return out
+
+
 def to_outer(func: ir.Func, results: dict, sizes: dict[str, int]) -> dict:
     """`results` (view-shaped) reshaped to each result's declared shape."""
     out = dict(results)

@@ -34,12 +34,7 @@ class HoistReductions(ModulePass):
 
 
 def hoist_reductions(func: ir.Func, each=None) -> ir.Func:
-    """`func` with every hoistable nested reduction hoisted (`each()` called once per hoist). Functions with
-    reshape views are left alone for now: on mlu-sim a second statement over a view whose axes the tile recipe
-    merges fails its final check (an existing bug, docs/mlu.md "Known gaps"), which hoisting would expose."""
-    from gir.views import has_views
-    if has_views(func):
-        return func
+    """`func` with every hoistable nested reduction hoisted (`each()` called once per hoist)."""
     while True:
         step = _hoist_one(func)
         if step is None:

@@ -34,8 +34,12 @@ def specialize(func: ir.Func, sizes: dict[str, int]) -> ir.Func:
     if missing:
         from gir.errors import GirError
         raise GirError(f"the MLU target needs values for sizes {', '.join(missing)} (use --sizes NAME=INT,...)", func.loc)
-    ps = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.params)
-    rs = tuple(dataclasses.replace(p, type=_concrete(p.type, sizes)) for p in func.results)
+    def param(p):   # a reshape view's declared type and dimensions too (the tile recipe's merged views keep them)
+        view = None if p.view is None else dataclasses.replace(
+            p.view, outer=_concrete(p.view.outer, sizes), dims=tuple(fold_sizes(d, sizes) for d in p.view.dims))
+        return dataclasses.replace(p, type=_concrete(p.type, sizes), view=view)
+    ps = tuple(param(p) for p in func.params)
+    rs = tuple(param(p) for p in func.results)
     body = tuple(dataclasses.replace(s, value=fold_sizes(s.value, sizes),
                                      target=fold_sizes(s.target, sizes)) if isinstance(s, ir.Assign) else s
                  for s in func.body)
