@@ -50,21 +50,25 @@ def walk(e):
 
 def map_expr(e, fn: Callable):
     """Rebuild `e` bottom-up: children first, then `fn(node)` (return the node itself to keep it)."""
+    if isinstance(e, ir.Slice):   # slices are not expressions: their parts are mapped, no fn
+        return dataclasses.replace(e, start=map_expr(e.start, fn), stop=map_expr(e.stop, fn))
+    return fn(_map_children(e, lambda x: map_expr(x, fn)))
+
+
+def _map_children(e, f: Callable):
+    """`e` with `f` applied to each child expression (a Ref kept as it is when its indices are unchanged)."""
     if isinstance(e, ir.Ref):
-        index = tuple(map_expr(i, fn) for i in e.index)
-        e = e if index == e.index else dataclasses.replace(e, index=index)
-    elif isinstance(e, ir.Slice):
-        start, stop = map_expr(e.start, fn), map_expr(e.stop, fn)
-        return dataclasses.replace(e, start=start, stop=stop)  # slices are not expressions: no fn
-    elif isinstance(e, ir.BinOp):
-        e = dataclasses.replace(e, lhs=map_expr(e.lhs, fn), rhs=map_expr(e.rhs, fn))
-    elif isinstance(e, ir.UnOp):
-        e = dataclasses.replace(e, operand=map_expr(e.operand, fn))
-    elif isinstance(e, ir.Call):
-        e = dataclasses.replace(e, args=tuple(map_expr(a, fn) for a in e.args))
-    elif isinstance(e, ir.Reduce):
-        e = dataclasses.replace(e, arg=map_expr(e.arg, fn))
-    return fn(e)
+        index = tuple(f(i) for i in e.index)
+        return e if index == e.index else dataclasses.replace(e, index=index)
+    if isinstance(e, ir.BinOp):
+        return dataclasses.replace(e, lhs=f(e.lhs), rhs=f(e.rhs))
+    if isinstance(e, ir.UnOp):
+        return dataclasses.replace(e, operand=f(e.operand))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(f(a) for a in e.args))
+    if isinstance(e, ir.Reduce):
+        return dataclasses.replace(e, arg=f(e.arg))
+    return e
 
 
 def fold_sizes(e, sizes: dict[str, int]):
@@ -77,17 +81,4 @@ def map_expr_pre(e, fn: Callable):
     """Rebuild `e` top-down: `fn(node)` first; a node `fn` replaces is not descended into, the others are rebuilt
     from their mapped children (children in preorder: the order of `walk` and `reductions_preorder`)."""
     y = fn(e)
-    if y is not e:
-        return y
-    if isinstance(e, ir.Ref):
-        index = tuple(map_expr_pre(i, fn) for i in e.index)
-        return e if index == e.index else dataclasses.replace(e, index=index)
-    if isinstance(e, ir.BinOp):
-        return dataclasses.replace(e, lhs=map_expr_pre(e.lhs, fn), rhs=map_expr_pre(e.rhs, fn))
-    if isinstance(e, ir.UnOp):
-        return dataclasses.replace(e, operand=map_expr_pre(e.operand, fn))
-    if isinstance(e, ir.Call):
-        return dataclasses.replace(e, args=tuple(map_expr_pre(a, fn) for a in e.args))
-    if isinstance(e, ir.Reduce):
-        return dataclasses.replace(e, arg=map_expr_pre(e.arg, fn))
-    return e
+    return y if y is not e else _map_children(e, lambda x: map_expr_pre(x, fn))

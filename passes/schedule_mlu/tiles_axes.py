@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from gir import ir
-from gir.walk import walk
+from gir.walk import map_expr_pre, walk
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 
@@ -172,28 +172,16 @@ def flatten(func: ir.Func, info) -> tuple[ir.Func, bool]:
         t = ir.TensorType(p.type.dtype, shape)
         return dataclasses.replace(p, type=t, view=ir.View(outer, tuple(ir.Const(n) for n in shape)))
 
-    def rw(e, k):
-        if isinstance(e, ir.Ref):
-            idx = []
-            for d, i in enumerate(e.index):
-                a = axes.dims[e.name][d]
-                if a not in inner:
-                    idx.append(i)
-            return dataclasses.replace(e, index=tuple(idx))
-        if isinstance(e, ir.BinOp):
-            return dataclasses.replace(e, lhs=rw(e.lhs, k), rhs=rw(e.rhs, k))
-        if isinstance(e, ir.UnOp):
-            return dataclasses.replace(e, operand=rw(e.operand, k))
-        if isinstance(e, ir.Call):
-            return dataclasses.replace(e, args=tuple(rw(a, k) for a in e.args))
-        if isinstance(e, ir.Reduce):
-            return dataclasses.replace(e, arg=rw(e.arg, k))
-        return e
+    def rw(e):   # references lose the merged (inner) axes; the head axis indexes the merged dimension
+        if not isinstance(e, ir.Ref):
+            return e
+        kept = tuple(i for d, i in enumerate(e.index) if axes.dims[e.name][d] not in inner)
+        return dataclasses.replace(e, index=kept)
 
     body = []
-    for k, s in enumerate(func.body):
+    for s in func.body:
         if isinstance(s, ir.Assign):
-            s = dataclasses.replace(s, target=rw(s.target, k), value=rw(s.value, k))
+            s = dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw))
         body.append(s)
     return dataclasses.replace(func, params=tuple(retype(p) for p in func.params),
                                results=tuple(retype(p) for p in func.results), body=tuple(body)), True
