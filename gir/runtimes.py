@@ -31,8 +31,6 @@ class _HostRuntime:
                        "numpy arrays)")
 
     def run(self, kernel: Kernel, program: Program, values: dict, arrays: dict, outs, sizes) -> list:
-        from gir.views import to_scheduled
-        arrays = to_scheduled(program.explicit, arrays, sizes)   # merged views of the MLU tile recipe
         if self.target == "sim":
             from gir.targets.sim import run_func
 

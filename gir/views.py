@@ -329,9 +329,10 @@ __all__ = ["make_view", "outer_type", "derived_sizes", "user_sizes", "param_size
 
 
 def enter(func: ir.Func, inputs: dict | None, sizes: dict[str, int] | None) -> tuple[dict | None, dict | None]:
-    """A runner's entry: arrays of viewed parameters may come in their declared or their view shape; returns the
-    arrays in the view shape and the sizes with those the declared shapes give (unchanged without views)."""
+    """A runner's entry: arrays of viewed parameters may come in their declared shape, their view shape or the
+    source's view shape when the schedule merged viewed axes (`to_scheduled`); returns the arrays in the view shape
+    and the sizes with those the declared shapes give (unchanged without views)."""
     if not inputs or not has_views(func):
         return inputs, sizes
     bound = bind_outer(func, inputs, sizes)
-    return to_view(func, inputs, bound), bound
+    return to_scheduled(func, to_view(func, inputs, bound), bound), bound

@@ -87,7 +87,7 @@ def run(args) -> int:
     from gir.empty import has_empty, specialize_empty
     from gir.evaluate import check_footprint, domain_ranges, evaluate, random_inputs
     from gir.targets.registry import get_target
-    from gir.views import has_views, to_outer, to_scheduled, to_view
+    from gir.views import has_views, to_outer, to_view
 
     target = get_target(args.target)
     sizes = parse_sizes(args.sizes)
@@ -131,8 +131,6 @@ def run(args) -> int:
                 viewed = to_view(outer, inputs, sizes)
                 if empty is not None:
                     viewed = {p.name: viewed[p.name] for p in empty.func.params}
-                else:   # the scheduled function's views may merge axes (the MLU tile recipe)
-                    viewed = to_scheduled(func, viewed, sizes)
                 result = _execute(target, func, viewed, sizes, not args.no_races)
     except MemoryError:
         raise GirError(f"out of memory running '{func.name}' on target '{target.name}'", func.loc,
