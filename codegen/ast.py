@@ -95,7 +95,14 @@ class AddrAligned:
     nbytes: int
 
 
-CExpr = Union[Id, Num, Bin, Un, Call, Intrinsic, Special, Index, VecRef, Cond, Cast, AddrAligned]
+@dataclass(frozen=True)
+class Verbatim:
+    """An expression the backend has already spelled (the MLU's index and pointer arithmetic, codegen/mlu/cexpr.py);
+    printed as it is, parenthesised where an operator binds it unless it is one token or one parenthesised group."""
+    text: str
+
+
+CExpr = Union[Id, Num, Bin, Un, Call, Intrinsic, Special, Index, VecRef, Cond, Cast, AddrAligned, Verbatim]
 
 
 # ------------------------------------------------------------------ statements
@@ -148,7 +155,14 @@ class Comment:
     text: str
 
 
-CStmt = Union[Decl, Assign, For, If, Block, Barrier, Comment]
+@dataclass(frozen=True)
+class Line:
+    """One statement the backend has already spelled, without its `;` handling (the MLU's DMA and vector calls:
+    codegen/mlu/vecops.py writes them)."""
+    text: str
+
+
+CStmt = Union[Decl, Assign, For, If, Block, Barrier, Comment, Line]
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,8 @@ class CStylePrinter:
             return [pad + self.spell["barrier_" + s.level] + ";"]
         if isinstance(s, C.Comment):
             return [f"{pad}// {s.text}"]
+        if isinstance(s, C.Line):
+            return [pad + s.text]
         raise TypeError(f"not a statement: {s!r}")
 
     def block(self, body, depth: int) -> list[str]:
@@ -168,6 +170,8 @@ class CStylePrinter:
             return f"({self.expr(e.cond, 1)} ? {self.expr(e.then, 1)} : {self.expr(e.orelse, 1)})", _ATOM
         if isinstance(e, C.Cast):
             return f"({self.ctype(e.ctype)})({self.expr(e.operand)})", _UNARY
+        if isinstance(e, C.Verbatim):
+            return e.text, _ATOM if _one_group(e.text) else 0
         if isinstance(e, C.AddrAligned):
             addr = f"reinterpret_cast<size_t>(&{e.base}[{self.expr(e.index)}])"
             return f"({addr} & {e.nbytes - 1}) == 0", _PREC["=="]
@@ -206,3 +210,18 @@ class CStylePrinter:
             for attr in ("body", "then", "orelse"):
                 stack.extend(getattr(s, attr, ()))
         return out
+
+
+def _one_group(text: str) -> bool:
+    """`text` is one token (a name or number) or one parenthesised group: no operator can split it."""
+    if text.replace("_", "a").replace(".", "0").isalnum():
+        return True
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i < len(text) - 1:
+            return False
+    return True

@@ -66,6 +66,24 @@ def to_affine(e: ir.Expr) -> Affine | None:
     return None
 
 
+def slice_extent(start: ir.Expr, stop: ir.Expr) -> int | None:
+    """stop - start when it is a constant, else None. Quotients, remainders and calls (min, max, cdiv) are opaque
+    terms that cancel when both ends hold them alike (`(T - 1) * 8 .. (T - 1) * 8 + 8` with T = (N + 31) // 32:
+    the last iteration of a software pipeline, passes/schedule_mlu/swpipe.py)."""
+    from gir.printer import format_expr
+    from gir.walk import map_expr
+    atoms: dict[str, ir.Var] = {}
+
+    def atom(x):
+        if isinstance(x, ir.BinOp) and x.op in ("//", "%") or isinstance(x, ir.Call):
+            return atoms.setdefault(format_expr(x), ir.Var(f"q{len(atoms)}'"))
+        return x
+    a, b = to_affine(map_expr(start, atom)), to_affine(map_expr(stop, atom))
+    if a is None or b is None or not (b - a).is_const:
+        return None
+    return int((b - a).const)
+
+
 def is_quasi_affine(e: ir.Expr) -> bool:
     """Affine, or built from affine parts with `//`, `%` and `cdiv` by constants, and min/max."""
     if to_affine(e) is not None:

@@ -179,17 +179,22 @@ class Assign:
 
 @dataclass(frozen=True)
 class Alloc:
+    """An on-chip buffer. slots > 1 (the MLU's software pipeline, passes/schedule_mlu/swpipe.py): the first
+    dimension of `type` (of extent `slots`) selects one of `slots` copies of the tile `type.shape[1:]`, each laid
+    out as a tile of its own; printed `alloc t: f32[3, R, N] @nram with slots=3`."""
     name: str
     type: TensorType
     level: Level
     loc: Loc | None = _loc()
+    slots: int = 1
 
 
 @dataclass(frozen=True)
 class Move:
     """Data movement `load|store|copy dst <- src` with attributes:
     vec: vector width in elements; mask: clip the region to the tensors' bounds;
-    other: value a masked load writes where the source is out of bounds."""
+    other: value a masked load writes where the source is out of bounds; async_ (MLU software pipeline, printed
+    `with async`): issued without waiting, completed by the next `sync @core`."""
     kind: str  # load store copy
     dst: Ref
     src: Ref
@@ -197,6 +202,7 @@ class Move:
     mask: bool = False
     other: float | None = None
     loc: Loc | None = _loc()
+    async_: bool = False
 
 
 @dataclass(frozen=True)

@@ -115,8 +115,12 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def alloc(self, meta, ch):
-        name, ttype, level = ch
-        return ir.Alloc(str(name), ttype, self._level(level, ir.Level, "memory level"), loc=self._loc(meta))
+        name, ttype, level, attrs = ch
+        attrs = dict(attrs or {})
+        slots = self._int_attr(attrs.pop("slots", None), "slots", 1)
+        self._no_more(attrs, ("slots",))
+        return ir.Alloc(str(name), ttype, self._level(level, ir.Level, "memory level"), loc=self._loc(meta),
+                        slots=slots)
 
     def _level(self, tok: Token, enum, what: str):
         text = "global_" if str(tok) == "global" else str(tok)
@@ -132,13 +136,14 @@ class _Builder(Transformer):
         vec = self._int_attr(attrs.pop("vec", None), "vec", 1)
         mask = self._flag_attr(attrs.pop("mask", None))
         other = attrs.pop("other", None)
+        async_ = self._flag_attr(attrs.pop("async", None))
         other_val = None
         if other is not None:
             other_val = other[0]
             if not isinstance(other_val, (int, float)):
                 raise GirError("attribute 'other' takes a number", other[1])
-        self._no_more(attrs, ("vec", "mask", "other"))
-        return ir.Move(kind, dst, src, vec=vec, mask=mask, other=other_val, loc=self._loc(meta))
+        self._no_more(attrs, ("vec", "mask", "other", "async"))
+        return ir.Move(kind, dst, src, vec=vec, mask=mask, other=other_val, loc=self._loc(meta), async_=async_)
 
     @v_args(meta=True)
     def load(self, meta, ch):

@@ -113,13 +113,16 @@ def stmt_lines(s, depth: int) -> list[Line]:
     if isinstance(s, ir.Assign):
         return [Line(depth, f"{format_ref(s.target)} = {format_expr(s.value)}", s, "stmt")]
     if isinstance(s, ir.Alloc):
-        return [Line(depth, f"alloc {s.name}: {format_type(s.type)} @{s.level.value}", s, "stmt")]
+        slots = _attrs([f"slots={s.slots}"]) if s.slots != 1 else ""
+        return [Line(depth, f"alloc {s.name}: {format_type(s.type)} @{s.level.value}{slots}", s, "stmt")]
     if isinstance(s, ir.Move):
         pairs = []
         if s.vec != 1:
             pairs.append(f"vec={s.vec}")
         if s.mask:
             pairs.append("mask")
+        if s.async_:
+            pairs.append("async")
         if s.other is not None:
             pairs.append(f"other={format_const(s.other)}")
         return [Line(depth, f"{s.kind} {format_ref(s.dst)} <- {format_ref(s.src)}{_attrs(pairs)}", s, "stmt")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import free_vars, is_quasi_affine, to_affine
+from gir.affine import free_vars, is_quasi_affine, slice_extent
 from gir.errors import DiagnosticCollector
 
 GPU_ORDER = {ir.ParLevel.block: 0, ir.ParLevel.warp: 1, ir.ParLevel.thread: 1, ir.ParLevel.lane: 2}
@@ -42,10 +42,9 @@ def region_shape(ref: ir.Ref) -> tuple[int, ...] | None:
     shape = []
     for i in ref.index:
         if isinstance(i, ir.Slice):
-            a, b = to_affine(i.start), to_affine(i.stop)
-            if a is None or b is None or not (b - a).is_const:
+            n = slice_extent(i.start, i.stop)
+            if n is None:
                 return None
-            n = (b - a).const
             shape.append(max(0, -(-n // i.step)))
     return tuple(shape)
 
@@ -177,6 +176,10 @@ class KernelVerifier:
                     self.diag.error(f"on-chip buffer '{s.name}' needs constant sizes, not '{d}'", s.type.loc or s.loc)
                 elif d < 1:
                     self.diag.error(f"buffer '{s.name}' has an empty dimension", s.type.loc or s.loc)
+        if s.slots != 1 and (s.level.family != "mlu" or s.level.off_chip or s.slots < 2 or
+                             not s.type.shape or s.type.shape[0] != s.slots):
+            self.diag.error(f"'slots={s.slots}' needs an on-chip MLU buffer whose first dimension is {s.slots} "
+                            "(one tile per pipeline slot)", s.loc)
         if s.name in scope.buffers or s.name in scope.vars or s.name in self.sizes:
             self.diag.error(f"duplicate definition of '{s.name}'", s.loc)
         scope.buffers[s.name] = Buffer(s.name, s.type, s.level)
@@ -217,6 +220,9 @@ class KernelVerifier:
                                 s.loc)
         if s.other is not None and s.kind != "load":
             self.diag.error("'other' only applies to masked loads", s.loc)
+        if s.async_ and self.family == "gpu":
+            self.diag.error("'async' moves are the MLU's (completed by `sync @core`); GPU moves are synchronous",
+                            s.loc)
         if s.other is not None and not s.mask:
             self.diag.error("'other' needs 'mask'", s.loc)
 
@@ -241,10 +247,10 @@ class KernelVerifier:
                     self.diag.error("region indices must be affine in sizes and loop variables", p.loc or ref.loc)
                 self.names(p, scope)
             if isinstance(i, ir.Slice):
-                a, b = to_affine(i.start), to_affine(i.stop)
-                if a is None or b is None or not (b - a).is_const:
+                n = slice_extent(i.start, i.stop)
+                if n is None:
                     self.diag.error("slice length must be a constant (stop - start)", i.loc or ref.loc)
-                elif (b - a).const <= 0:
+                elif n <= 0:
                     self.diag.error("empty slice", i.loc or ref.loc)
         return buf
 

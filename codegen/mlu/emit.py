@@ -6,29 +6,30 @@ outside its core scope run on core 0 followed by `__sync_cluster()`; on-chip all
 `__mlu_shared__` arrays laid out by `passes.schedule_mlu.layout`; moves become `__memcpy` with the direction of
 their levels and up to two stride levels; computes on 1-element tiles become scalar C, the rest `__bang_*` calls.
 
-Software pipelining (`pipeline=True`, codegen/mlu/pipeline.py): a `for` loop whose body is loads, then computes, then stores to GDRAM is
-emitted as a three-stage pipeline: iteration `it` issues the async load of tile it+1 and the async store of tile
-it-1 and then computes tile it; one `__sync_io_move_compute()` per iteration closes the stage. Tiles only loaded or
-only stored are double-buffered (slot it % 2; load and store use the other slot). A tile both loaded and stored
-(computed in place, or a plain copy) is triple-buffered: load slot (it+1) % 3, compute it % 3, store (it-1) % 3
-(with two slots the load of tile it+1 would overwrite tile it-1 before its store read it).
+Software pipelining is an IR rewrite (passes/schedule_mlu/swpipe.py, the `software-pipeline` pass): this emitter
+prints what it produced -- `with async` moves as `__memcpy_async`, `sync @core` as `__sync_io_move_compute()`, and
+a tile allocated `with slots=k` as k consecutive tiles, its references' first index selecting one
+(`emit_func(..., pipeline=True)` runs the pass first for callers that hand over scheduled kernels).
 
 Last, `codegen/mlu/fuse.py` merges multiply and add/sub vector ops whose intermediate is dead into `__bang_fusion`
 (`fuse=False` turns it off; `metadata["fused_ops"]` counts the merges).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from gir import ir
+from gir.codegen import ast as C
+from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
 from gir.codegen.mlu.cexpr import ScalarExpr, c_float, c_index
 from gir.codegen.mlu.fuse import fuse_lines
-from gir.codegen.mlu.pipeline import PipelineStage, _const_len, _depths
+from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
+from gir.walk import map_expr
 from gir.codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
 from gir.passes.schedule_mlu import layout as L
 
-CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 DIR = {("gdram", "nram"): "GDRAM2NRAM", ("nram", "gdram"): "NRAM2GDRAM", ("gdram", "sram"): "GDRAM2SRAM",
        ("sram", "nram"): "SRAM2NRAM", ("nram", "nram"): "NRAM2NRAM", ("nram", "sram"): "NRAM2SRAM",
        ("sram", "gdram"): "SRAM2GDRAM", ("gdram", "gdram"): "GDRAM2GDRAM"}
@@ -71,8 +72,11 @@ class _Buf:
 
 
 def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[MluKernelSource]:
-    """``fuse``: merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
+    """``pipeline``: run the software-pipeline pass first (a no-op on kernels it already pipelined); ``fuse``:
+    merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
     from gir.passes.analysis.limits import mlu_index_overflow
+    if pipeline:
+        func = pipeline_func(func)
     gbufs = {}
     for p in func.params + func.results:
         if any(isinstance(d, str) for d in p.type.shape):
@@ -93,104 +97,96 @@ def emit_module(module: ir.Module, pipeline: bool = True) -> list[MluKernelSourc
     return [src for f in module.funcs for src in emit_func(f, pipeline)]
 
 
-class _KernelEmitter(PipelineStage):
+class _KernelEmitter:
     def __init__(self, func, kernel: ir.Kernel, gbufs, pipeline, fuse=True):
         self.func, self.k, self.gbufs, self.pipeline, self.fuse = func, kernel, gbufs, pipeline, fuse
         # `with layout=dense`: 2-D @nram tiles keep their rows unpadded (the tile recipe's [rows, 32] f32 slabs;
         # passes/schedule_mlu/tiles.py); every other kernel pads rows to 64 elements (layout.py)
         self.dense = dict(kernel.attrs).get("layout") == "dense"
-        # `with pipeline=units`: a loop over work units whose body is one-trip loops decoding the unit's indices
-        # (then loads, computes, stores) is pipelined through them (_unwrap); other kernels pipeline plain bodies
+        # `with pipeline=units`: work units decoded by one-trip loops (passes/schedule_mlu/swpipe.py); their
+        # single-element computes are scalar code (compute)
         self.through = dict(kernel.attrs).get("pipeline") == "units"
         self.bufs: dict[str, _Buf] = dict(gbufs)
-        self.lines: list[str] = []
-        self.depth = 1
+        self.out: list = []   # the statements (codegen/ast.py) of the block being built
         self.scratch: list[tuple[str, int]] = []
         self.erf_slots = 0
-        self.cur: dict[str, str] = {}   # double-buffered name -> C slot expression
+        self.cur: dict[str, str] = {}   # slotted tile name -> C slot expression (of the compute being emitted)
         self.tasks = 1
         self.prologue: list[str] = []
 
     # ------------------------------------------------------------ driver
     def run(self) -> MluKernelSource:
         self._collect(self.k.body)
-        body_lines = self.lines
-        self.lines = []
-        for s in self.k.body:
-            self.stmt(s)
-        decls = []
-        for b in self.bufs.values():
-            if b.level in ("nram", "sram"):
-                space = "__nram__" if b.level == "nram" else "__mlu_shared__"
-                decls.append(f"  {space} {CTYPE[b.dtype.value]} {b.name}[{b.phys * b.slots}];")
-        for name, n in self.scratch:
-            decls.append(f"  __nram__ float {name}[{n}];")
+        body = self.block(self.k.body)
+        arrays = [C.Decl(b.dtype.value, b.name, size=b.phys * b.slots, space=b.level)
+                  for b in self.bufs.values() if b.level in ("nram", "sram")]
+        arrays += [C.Decl("f32", name, size=n, space="nram") for name, n in self.scratch]
         nram = sum(L.round_up(b.phys * b.slots * L.device_nbytes(b.dtype), L.VECTOR_ALIGN) for b in self.bufs.values()
                    if b.level == "nram") + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in self.scratch)
-        params = ", ".join(f"{CTYPE[b.dtype.value]}* {b.name}" for b in self.gbufs.values())
-        body, fused = self.prologue + body_lines + self.lines, 0
-        if self.fuse:
-            types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
-            types.update((n, "float") for n, _ in self.scratch)
-            body, fused = fuse_lines(body, types)
-        text = "\n".join([f"__mlu_global__ void {self.k.name}({params}) {{", *decls, *body, "}"])
-        return MluKernelSource(self.k.name, text + "\n", {"task_dim": self.tasks, "params": list(self.gbufs),
-                                                         "func": self.func.name, "fused_ops": fused,
-                                                         "nram_bytes": nram})
+        params = tuple(C.Param(b.name, b.dtype.value, "tensor") for b in self.gbufs.values())
+        kernel = C.KernelFunc(self.k.name, params, tuple(C.Line(x) for x in self.prologue) + body,
+                              shared=tuple(arrays))
+        fused = []
+        types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
+        types.update((n, "float") for n, _ in self.scratch)
+
+        def fuse(lines):
+            lines, n = fuse_lines(lines, types)
+            fused.append(n)
+            return lines
+        text = MluPrinter().kernel(kernel, fuse if self.fuse else None)
+        return MluKernelSource(self.k.name, text, {"task_dim": self.tasks, "params": list(self.gbufs),
+                                                   "func": self.func.name, "fused_ops": sum(fused),
+                                                   "nram_bytes": nram})
 
     def _collect(self, stmts) -> None:
         for s in stmts:
             if isinstance(s, ir.Alloc):
                 if s.level.value not in ("nram", "sram"):
                     raise GirError(f"MLU kernels allocate @nram or @sram, not @{s.level.value}", s.loc)
-                shape = tuple(s.type.shape)
+                shape = tuple(s.type.shape)[1:] if s.slots > 1 else tuple(s.type.shape)
                 dense = self.dense and len(shape) == 2 and not L.is_rowvec(shape)
-                self.bufs[s.name] = _Buf(s.name, s.type.dtype, shape, s.level.value, dense=dense)
-            elif isinstance(s, ir.Parallel):
-                self._collect(s.body)
-            elif isinstance(s, ir.For):
-                if self.pipeline and self._pipelinable(s):
-                    for name, depth in _depths(s, self.through).items():
-                        self.bufs[name].slots = max(self.bufs[name].slots, depth)
+                self.bufs[s.name] = _Buf(s.name, s.type.dtype, shape, s.level.value, s.slots, dense=dense)
+            elif isinstance(s, (ir.Parallel, ir.For)):
                 self._collect(s.body)
             elif isinstance(s, ir.If):
                 self._collect(s.then + s.orelse)
 
-    def emit(self, line: str) -> None:
-        self.lines.append("  " * self.depth + line)
+    def emit(self, line) -> None:
+        """Append a statement: an AST node, or a line the vector / DMA spellings wrote."""
+        self.out.append(C.Line(line) if isinstance(line, str) else line)
 
     # ------------------------------------------------------------ statements
-    def stmt(self, s, cluster_scope=False) -> None:
+    def stmt(self, s) -> None:
         if isinstance(s, ir.Alloc):
             return
         if isinstance(s, ir.Parallel):
             return self.parallel(s)
         if isinstance(s, ir.For):
-            if self.pipeline and self._pipelinable(s):
-                return self.pipelined(s)
-            self.emit(f"for (int {s.var} = {c_index(s.lo)}; {s.var} < {c_index(s.hi)}; {s.var} += {s.step}) {{")
-            self.block(s.body)
-            return self.emit("}")
+            if is_one_trip(s):   # a work unit's decoded index: a scoped declaration
+                return self.emit(C.Block((C.Decl("int", s.var, C.Verbatim(c_index(s.lo))), *self.block(s.body))))
+            return self.emit(C.For(s.var, C.Verbatim(c_index(s.lo)), C.Verbatim(c_index(s.hi)), self.block(s.body),
+                                   s.step))
         if isinstance(s, ir.If):
-            self.emit(f"if ({ScalarExpr(None, None, None).expr(s.cond)[0]}) {{")
-            self.block(s.then)
-            if s.orelse:
-                self.emit("} else {")
-                self.block(s.orelse)
-            return self.emit("}")
+            cond = C.Verbatim(_index_cond(s.cond) or ScalarExpr(None, None, None).expr(s.cond)[0])
+            return self.emit(C.If(cond, self.block(s.then), self.block(s.orelse)))
         if isinstance(s, ir.Sync):
-            return self.emit("__sync_cluster();" if s.level == ir.ParLevel.cluster else "__sync_io_move_compute();")
+            return self.emit(C.Barrier("cluster" if s.level == ir.ParLevel.cluster else "core"))
         if isinstance(s, ir.Move):
-            return self.move(s, async_=False)
+            return self.move(s)
         if isinstance(s, ir.Assign):
             return self.compute(s)
         raise GirError(f"{type(s).__name__} is not supported by the MLU target", getattr(s, "loc", None))
 
-    def block(self, stmts) -> None:
-        self.depth += 1
-        for s in stmts:
-            self.stmt(s)
-        self.depth -= 1
+    def block(self, stmts) -> tuple:
+        """The statements of `stmts` as a block of their own."""
+        saved, self.out = self.out, []
+        try:
+            for s in stmts:
+                self.stmt(s)
+            return tuple(self.out)
+        finally:
+            self.out = saved
 
     def parallel(self, s: ir.Parallel) -> None:
         lo, hi = c_index(s.lo), c_index(s.hi)
@@ -198,12 +194,10 @@ class _KernelEmitter(PipelineStage):
             raise GirError("MLU parallel scopes run over 0..constant", s.loc)
         if s.level == ir.ParLevel.cluster:
             self.tasks = int(hi) * 4
-            self.emit(f"int {s.var} = clusterId;")
+            self.emit(C.Decl("int", s.var, C.Id("clusterId")))
             own = [x for x in s.body if not isinstance(x, (ir.Parallel, ir.Alloc, ir.Sync))]
-            if own:
-                self.emit("if (coreId == 0) {")
-                self.block(own)
-                self.emit("}")
+            if own:   # the cluster's own statements run on its core 0
+                self.emit(C.If(C.Bin("==", C.Id("coreId"), C.Num(0)), self.block(own)))
             for x in s.body:
                 if isinstance(x, (ir.Parallel, ir.Sync)):
                     self.stmt(x)
@@ -212,7 +206,7 @@ class _KernelEmitter(PipelineStage):
             raise GirError(f"@{s.level.value} is a GPU level; MLU kernels use @cluster and @core", s.loc)
         if self.tasks == 1:
             self.tasks = int(hi)
-        self.emit(f"int {s.var} = {'coreId' if self.tasks != int(hi) else 'taskId'};")
+        self.emit(C.Decl("int", s.var, C.Id("coreId" if self.tasks != int(hi) else "taskId")))
         for x in s.body:
             self.stmt(x)
 
@@ -223,7 +217,21 @@ class _KernelEmitter(PipelineStage):
             return f"({name} + {self.cur[name]} * {b.phys})"
         return name
 
-    def _dims(self, ref: ir.Ref, subst):
+    def _slotted(self, r: ir.Ref, cur: dict) -> ir.Ref:
+        """`r` without the slot index of a slotted tile; the slot's C text (unless 0) goes into `cur`."""
+        b = self.bufs.get(r.name)
+        if b is None or b.slots == 1:
+            return r
+        if len(r.index) != len(b.shape) + 1 or isinstance(r.index[0], ir.Slice):
+            raise GirError(f"'{r.name}' has {b.slots} pipeline slots: its first index selects one", r.loc)
+        text = c_index(r.index[0])
+        if text != "0":
+            if cur.get(r.name, text) != text:
+                raise GirError(f"one instruction reads two pipeline slots of '{r.name}'", r.loc)
+            cur[r.name] = text
+        return dataclasses.replace(r, index=r.index[1:])
+
+    def _dims(self, ref: ir.Ref):
         """(base offset C text, [(length, elem stride, extent, start C text)] of sliced dims)."""
         b = self.bufs[ref.name]
         if len(ref.index) != len(b.shape):
@@ -242,7 +250,7 @@ class _KernelEmitter(PipelineStage):
         offs, dims = [], []
         for i, st, ext in zip(ref.index, strides, b.shape):
             start = i.start if isinstance(i, ir.Slice) else i
-            text = c_index(start, subst)
+            text = c_index(start)
             if text != "0":
                 offs.append(f"{text} * {st}" if st != 1 else text)
             if isinstance(i, ir.Slice):
@@ -251,16 +259,18 @@ class _KernelEmitter(PipelineStage):
                     dims.append([length, st * i.step, ext, text])
         return (" + ".join(offs) or "0"), dims
 
-    def move(self, s: ir.Move, async_: bool, subst=None, slot=None) -> None:
-        subst = subst or {}
+    def move(self, s: ir.Move) -> None:
+        cur: dict = {}
+        s = dataclasses.replace(s, dst=self._slotted(s.dst, cur), src=self._slotted(s.src, cur))
+        slot = {n: f"({n} + {t} * {self.bufs[n].phys})" for n, t in cur.items()}
         db, sb = self.bufs[s.dst.name], self.bufs[s.src.name]
         direction = DIR.get((sb.level, db.level))
         if direction is None:
             raise GirError(f"no MLU copy direction from @{sb.level} to @{db.level}", s.loc)
         if db.dtype != sb.dtype:
             raise GirError("moves cannot convert element types", s.loc)
-        doff, ddims = self._dims(s.dst, subst)
-        soff, sdims = self._dims(s.src, subst)
+        doff, ddims = self._dims(s.dst)
+        soff, sdims = self._dims(s.src)
         if [d[0] for d in ddims] != [d[0] for d in sdims]:
             raise GirError("region shapes of a move differ after dropping unit dims", s.loc)
         esz = L.device_nbytes(db.dtype)
@@ -294,17 +304,29 @@ class _KernelEmitter(PipelineStage):
                 inner_text = f"{cnt} * {inner // ddims[0][0] if ddims else 1}"
                 inner = None
         size = f"({inner_text}) * {esz}" if inner is None else str(inner * esz)
-        dptr = self._ptr(s.dst.name) if slot is None or s.dst.name not in slot else slot[s.dst.name]
-        sptr = self._ptr(s.src.name) if slot is None or s.src.name not in slot else slot[s.src.name]
+        dptr = slot.get(s.dst.name, s.dst.name)
+        sptr = slot.get(s.src.name, s.src.name)
         args = [f"{dptr} + {doff}" if doff != "0" else dptr, f"{sptr} + {soff}" if soff != "0" else sptr,
                 size, direction]
         for lv, n in zip(reversed(levels), reversed(counts)):
             args += [str(lv[1] * esz), str(lv[2] * esz), f"{n} - 1"]
-        fn = "__memcpy_async" if async_ else "__memcpy"
+        fn = "__memcpy_async" if s.async_ else "__memcpy"
         self.emit(f"{fn}({', '.join(args)});")
 
     # ------------------------------------------------------------ compute
     def compute(self, s: ir.Assign) -> None:
+        cur: dict = {}
+
+        def strip(x):
+            return self._slotted(x, cur) if isinstance(x, ir.Ref) else x
+        s = ir.Assign(strip(s.target), map_expr(s.value, strip), loc=s.loc)
+        self.cur = cur
+        try:
+            self._compute(s)
+        finally:
+            self.cur = {}
+
+    def _compute(self, s: ir.Assign) -> None:
         refs = [s.target] + [x for x in _leaves(s.value) if isinstance(x, ir.Ref)]
         if all(_region_size(r) == 1 and not self._vector_buf(r) for r in refs):
             return self.scalar_compute(s)
@@ -374,14 +396,14 @@ class _KernelEmitter(PipelineStage):
             self.scratch.append((name, like.length))
             self.scratch.append((name + "_row", like.pitch))
             self.prologue += [
-                f"  for (int j_ = 0; j_ < {like.pitch}; j_++) {{ {name}_row[j_] = j_ < {like.cols} ? 1.0f : 0.0f; }}",
-                f"  __bang_write_value({name}, {like.length}, 0.0f);",
-                f"  __bang_cycle_add({name}, {name}, {name}_row, {like.length}, {like.pitch});"]
+                f"for (int j_ = 0; j_ < {like.pitch}; j_++) {{ {name}_row[j_] = j_ < {like.cols} ? 1.0f : 0.0f; }}",
+                f"__bang_write_value({name}, {like.length}, 0.0f);",
+                f"__bang_cycle_add({name}, {name}, {name}_row, {like.length}, {like.pitch});"]
         return name
 
     def scalar_compute(self, s: ir.Assign) -> None:
         def elem(r: ir.Ref) -> str:
-            off, _ = self._dims(r, {})
+            off, _ = self._dims(r)
             b = self.bufs[r.name]
             if b.double and r.name in self.cur:
                 off = f"{self.cur[r.name]} * {b.phys} + {off}"
@@ -402,7 +424,18 @@ class _KernelEmitter(PipelineStage):
         self.emit(f"{elem(s.target)} = {text};")
 
 
-_TILE_ONLY = ("transpose", "reverse", "gather_cols")   # kernel-only builtins over whole tiles
+_TILE_ONLY = ("transpose", "reverse", "gather_cols")
+
+
+def _index_cond(e) -> str | None:
+    """A comparison of two index expressions in the index arithmetic of regions and loop bounds (c_index: the
+    pipeline's `0 < T`, `v + 1 < T`), else None (scalar C: ScalarExpr)."""
+    if not (isinstance(e, ir.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!=")):
+        return None
+    try:
+        return f"{c_index(e.lhs)} {e.op} {c_index(e.rhs)}"
+    except GirError:
+        return None   # kernel-only builtins over whole tiles
 
 
 def _region_size(r: ir.Ref) -> int:

@@ -147,7 +147,7 @@ def _run_mlu(args, sizes) -> int:
     require_mlu_kernels(lowered, getattr(args, "passes", None), {f.name for f in module.funcs if not f.is_explicit})
     funcs = list(lowered.funcs)
     check_kernels(ir.Module(tuple(funcs)), "mlu", sizes, args)
-    srcs = {f.name: emit_func(f) for f in funcs}
+    srcs = {f.name: emit_func(f, pipeline=False) for f in funcs}   # (software-pipeline is a pass of the pipeline)
     gir_text = print_module(ir.Module(tuple(funcs)))
     per_func: dict[str, str] = {}
     metas = []

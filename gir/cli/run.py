@@ -221,6 +221,8 @@ def _execute(target, func, inputs, sizes, races):
     runner = target.load_runner()
     if target.name == "sim":
         return runner(func, inputs, sizes, warp_size=target.warp_size, check_races=races)
+    if target.name == "mlu-sim":   # the compile pipeline ran (software-pipeline in it, unless --passes left it out)
+        return runner(func, inputs, sizes, pipeline=False)
     return runner(func, inputs, sizes)
 
 

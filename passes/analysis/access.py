@@ -151,8 +151,10 @@ class KernelInfo:
 
 
 def slice_len(s: ir.Slice) -> int:
-    from gir.affine import to_affine
-    n = (to_affine(s.stop) - to_affine(s.start)).const
+    from gir.affine import slice_extent
+    n = slice_extent(s.start, s.stop)
+    if n is None:
+        raise GirError("slice length must be a constant (stop - start)", s.loc)
     return max(0, -(-n // s.step))
 
 

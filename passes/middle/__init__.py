@@ -7,6 +7,7 @@
     load-cse         one load per element and team point                    (loadcse.py)
     promote          memory level per kept value, z3 Optimize               (promote.py)
     schedule         the search: decision records, recipes, cost, checks   (search/; the MLU's: search/mlu.py)
+    software-pipeline  (mlu-sim) async load / compute / store in 2-3 tile slots (schedule_mlu/swpipe.py)
 
 `default_pipeline_text(target, sizes)` is the text `gir compile` runs (for cuda, hip, sim and mlu-sim alike);
 `lower_module` runs it from Python.
@@ -19,7 +20,8 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
                           check: bool = True) -> str:
     """The default compile pipeline of a target, as text (`gir passes --default --target T`). Every target runs
     the same passes; on mlu-sim (alias mlu) promote plans with the MLU's capacities (passes/machines/mlu370.json)
-    and schedule's recipes are the MLU strategies (search/mlu.py), which need every size in `sizes`."""
+    and schedule's recipes are the MLU strategies (search/mlu.py), which need every size in `sizes`; the MLU's
+    pipeline ends with software-pipeline (its kernels' load / compute / store pipelining)."""
     from gir.passes.builtin.hoist import HoistReductions
     from gir.passes.middle.search.mlu import is_mlu
     from gir.passes.middle.forward import DeadStores, ForwardStores
@@ -35,6 +37,9 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     passes = (HoistReductions(), NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
               Promote(target=target, machine=machine, sizes=hints),
               Schedule(target=target, sizes=hints, machine=machine, check=check))
+    if is_mlu(target):
+        from gir.passes.schedule_mlu.swpipe import SoftwarePipeline
+        passes += (SoftwarePipeline(),)
     return str(PassPipeline(passes))
 
 

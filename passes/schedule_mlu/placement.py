@@ -6,7 +6,8 @@ into the cluster's SRAM once and the cores copy SRAM→NRAM (GDRAM bytes = clust
 Constraints: NRAM per core and SRAM per cluster. Objective (lexicographic): minimise GDRAM bytes, then maximise R
 (fewer, larger DMAs).
 
-The NRAM a tile height needs is what the BANG-C emitter declares for the lowered kernel (`nram_footprint`: every
+The NRAM a tile height needs is what the BANG-C emitter declares for the lowered kernel (`nram_footprint`, counted
+from the IR by tiles_nram.py: every
 tile with its pipeline slots -- 2 for tiles only loaded or only stored, 3 for tiles both loaded and stored, 1 for
 temporaries -- the 16-bit landing tiles, the scratch and column-mask tiles the vector forms actually use, each
 rounded to the 128-byte buffer alignment), not an estimate: it is affine in R (full tiles R x pitch, row vectors
@@ -23,6 +24,7 @@ import z3
 from gir.errors import GirError
 from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from gir.passes.schedule_mlu.rowmodel import COL, FULL, ROW, RowModel
+from gir.passes.schedule_mlu.tiles_nram import kernel_nram
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,9 @@ RESERVE = 16 * 1024
 
 
 def nram_footprint(model: RowModel, rows: int) -> int:
-    """NRAM bytes per core the emitter declares for the row-model kernel with tiles of `rows` rows (pipelined)."""
-    import dataclasses
-    from gir.codegen.mlu.emit import emit_func   # the emitter decides slots and scratch tiles
-    kernel = lower_rows(model, RowPlan(rows), "footprint")
-    func = dataclasses.replace(model.func, body=(kernel,))
-    return sum(k.metadata["nram_bytes"] for k in emit_func(func, pipeline=True, fuse=False))
+    """NRAM bytes per core the emitter declares for the row-model kernel with tiles of `rows` rows, software-
+    pipelined (tiles_nram.kernel_nram: from the IR, equal to the emitter's count)."""
+    return kernel_nram(lower_rows(model, RowPlan(rows), "footprint"))
 
 
 def _balance_rows(model: RowModel, rows_per_core: int) -> int:

@@ -1,165 +1,199 @@
-"""NRAM sizing of the tile recipe's kernels (passes/schedule_mlu/tiles.py, tiles_pairs.py): `footprint`, the
-largest NRAM bytes per core of a list of kernels as the BANG-C emitter lays them out (pipeline slots, 128-byte
-alignment, the scratch tiles of vector forms), without importing the emitter (passes sit below codegen/).
+"""NRAM sizing of MLU kernels: `footprint` (a list of kernels) and `kernel_nram` (one kernel), the NRAM bytes per
+core that the BANG-C emitter (codegen/mlu/emit.py) declares for them, computed from the IR alone (passes sit below
+codegen/): every @nram tile times its pipeline slots (the software-pipeline pass's, passes/schedule_mlu/swpipe.py,
+run here when the kernel is not pipelined yet), 128-byte aligned, plus the float scratch tiles the vector forms of
+its computes use (codegen/mlu/vecops.py: a broadcast operand materialised next to its destination, the masked row
+reduction of padded rows, the row-order mirror, `c ** t` into t, a clamp into its own bound) and the 32-element
+scratch of a vector-only function in scalar code. Placement (placement.py) and the tile recipe size their tiles
+with it; tests/mlu_compile/test_mlu_nram_count.py checks it equals what the emitter declares.
 """
 from __future__ import annotations
 
 from gir import ir
 from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.swpipe import pipeline_kernel, slice_len
+from gir.verify_kernel import reverse_axis
+
+VEC = ("full", "row", "col")
+BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": "minimum", "pow": "pow",
+       "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
+CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
+MIRROR = ("lt", "gt", "le", "ge")
+VECTOR_ONLY = ("erf", "softplus", "silu", "gelu", "gelu_tanh")   # (codegen/mlu/cexpr.py: scratch in scalar code)
+TILE_ONLY = ("transpose", "reverse", "gather_cols")
 
 
 def footprint(t, items: list) -> int:
-    """The largest NRAM bytes per core of the kernels of `items`, laid out as the BANG-C emitter does
-    (codegen/mlu/emit.py; passes do not import it): every @nram tile times its pipeline slots, 128-byte
-    aligned, plus the float scratch tiles the vector forms of its computes use. tests/mlu_compile/
-    test_mlu_tiles.py checks that this is never below what the emitter declares."""
-    return max((_kernel_nram(k) for k in items if isinstance(k, ir.Kernel)), default=0)
+    """The largest NRAM bytes per core of the kernels of `items` (`t`: unused, the recipe's tile)."""
+    return max((kernel_nram(k) for k in items if isinstance(k, ir.Kernel)), default=0)
 
 
-def _kernel_nram(k: ir.Kernel) -> int:
-    attrs = dict(k.attrs)
-    dense, through = attrs.get("layout") == "dense", attrs.get("pipeline") == "units"
-    allocs: dict[str, ir.Alloc] = {}
-    slots: dict[str, int] = {}
-    assigns: list = []
+def kernel_nram(k: ir.Kernel) -> int:
+    return _Count(pipeline_kernel(k)).total()
 
-    def walk(stmts):
+
+class _Count:
+    def __init__(self, k: ir.Kernel):
+        attrs = dict(k.attrs)
+        self.dense, self.through = attrs.get("layout") == "dense", attrs.get("pipeline") == "units"
+        self.allocs: dict[str, ir.Alloc] = {}
+        self.assigns: list[ir.Assign] = []
+        self._walk(k.body)
+        self.scratch: dict[str, int] = {}
+
+    def _walk(self, stmts) -> None:
         for x in stmts:
             if isinstance(x, ir.Alloc) and x.level == ir.Level.nram:
-                allocs[x.name] = x
-            elif isinstance(x, ir.Parallel):
-                walk(x.body)
-            elif isinstance(x, ir.For):
-                body = _unwrapped(x, through)
-                if _pipelinable(x, body):
-                    for name, d in _slot_depths(x.var, body).items():
-                        slots[name] = max(slots.get(name, 1), d)
-                walk(x.body)
+                self.allocs[x.name] = x
+            elif isinstance(x, (ir.Parallel, ir.For)):
+                self._walk(x.body)
             elif isinstance(x, ir.If):
-                walk(x.then + x.orelse)
+                self._walk(x.then + x.orelse)
             elif isinstance(x, ir.Assign):
-                assigns.append(x)
-    walk(k.body)
+                self.assigns.append(x)
 
-    def shape(name):
-        return tuple(allocs[name].type.shape)
+    # ------------------------------------------------------------ layout (codegen/mlu/emit.py's _Buf)
+    def shape(self, name: str) -> tuple:
+        a = self.allocs[name]
+        return tuple(a.type.shape)[1:] if a.slots > 1 else tuple(a.type.shape)
 
-    def is_dense(name):
-        sh = shape(name)
-        return dense and len(sh) == 2 and not L.is_rowvec(sh)
+    def is_dense(self, name: str) -> bool:
+        sh = self.shape(name)
+        return self.dense and len(sh) == 2 and not L.is_rowvec(sh)
 
-    def phys(name):
-        sh = shape(name)
-        return L.round_up(sh[0] * sh[1], L.PITCH) if is_dense(name) else L.phys_elems(sh)
+    def phys(self, name: str) -> int:
+        sh, a = self.shape(name), self.allocs[name]
+        n = L.round_up(sh[0] * sh[1], L.PITCH) if self.is_dense(name) else L.phys_elems(sh)
+        return L.round_up(n, L.VECTOR_ALIGN // L.device_nbytes(a.type.dtype))
 
-    def pitch(name):
-        return shape(name)[-1] if is_dense(name) else L.pitch(shape(name))
+    def pitch(self, name: str) -> int:
+        return self.shape(name)[-1] if self.is_dense(name) else L.pitch(self.shape(name))
 
-    def opd(e):
-        """(kind, length, cols, pitch) of an operand as the emitter classifies it."""
-        if not isinstance(e, ir.Ref) or e.name not in allocs:
-            return ("const", 0, 0, 0)
-        sh = shape(e.name)
-        lens = [_slice_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
-        if len(sh) == 1 and sh[0] == 1 or (all(n == 1 for n in lens) and len(sh) == 1 and sh[0] == 1):
-            return ("scalar", 1, 1, 1)
+    def index(self, r: ir.Ref) -> tuple:
+        return tuple(r.index)[1:] if self.allocs[r.name].slots > 1 else tuple(r.index)
+
+    def vector_buf(self, r: ir.Ref) -> bool:
+        sh = self.shape(r.name)
+        return len(sh) == 2 or sh[0] > 1
+
+    def opd(self, e) -> tuple:
+        """(kind, length, cols, pitch, name) of an operand as the emitter classifies it (emit.py `opd`)."""
+        if not isinstance(e, ir.Ref) or e.name not in self.allocs:
+            return ("const", 0, 0, 0, None)
+        sh, index = self.shape(e.name), self.index(e)
+        if not self.vector_buf(e):
+            return ("scalar", 1, 1, 1, e.name)
+        lens = [slice_len(i) if isinstance(i, ir.Slice) else 1 for i in index]
+        if len(sh) == 2 and not L.is_rowvec(sh) and not isinstance(index[0], ir.Slice):
+            return ("col", self.pitch(e.name), lens[1], self.pitch(e.name), e.name)
         if L.is_rowvec(sh):
-            return ("row", phys(e.name), 1, 1)
+            return ("row", self.phys(e.name), 1, 1, e.name)
         if len(sh) == 1:
-            return ("col", phys(e.name), lens[0], 1)
-        if not isinstance(e.index[0], ir.Slice):
-            return ("col", pitch(e.name), lens[1], 1)
-        start = e.index[0].start
+            return ("col", self.phys(e.name), lens[0], 1, e.name)
+        start = index[0].start
         if not (isinstance(start, ir.Const) and start.value == 0):
-            return ("full", L.round_up(lens[0] * pitch(e.name), L.PITCH), lens[1], pitch(e.name))
-        return ("full", phys(e.name), lens[1], pitch(e.name))
+            unit = 32 if L.device_nbytes(self.allocs[e.name].type.dtype) == 4 else L.PITCH
+            return ("full", L.round_up(lens[0] * self.pitch(e.name), unit), lens[1], self.pitch(e.name), e.name)
+        return ("full", self.phys(e.name), lens[1], self.pitch(e.name), e.name)
 
-    scratch: set = set()
-    vec = ("full", "row", "col")
-    for a in assigns:
-        dst = opd(a.target)
-        v = a.value
+    # ------------------------------------------------------------ scratch tiles (codegen/mlu/vecops.py)
+    def need(self, k: int, length: int) -> None:
+        self.scratch[f"scratch{k}_{length}"] = length
+
+    def binary(self, dst: tuple, fn: str, a: tuple, b: tuple) -> None:
+        """The scratch tiles of VecEmitter.binary(dst, fn, a, b); operand tuples as `opd`."""
+        if a[0] not in VEC and b[0] not in VEC:
+            return   # a copy into dst, then dst OP scalar
+        if a[0] == b[0] == dst[0]:
+            return
+        if b[0] not in VEC or (a[0] not in VEC and fn in COMMUTES):
+            return   # a *_scalar form (after expanding the vector into dst)
+        if a[0] not in VEC:   # scalar OP vector, not commuting
+            if fn not in COMMUTES and fn not in MIRROR and fn not in ("sub", "div") and \
+                    (b[0] != dst[0] or b[4] == dst[4]):
+                self.need(0, dst[1])   # c ** t with t expanded into (or being) dst: the constant tile first
+            return
+        if (a[0], b[0]) == ("full", "col") and fn in CYCLE:
+            return
+        if (a[0], b[0]) == ("col", "full") and fn in COMMUTES:
+            return self.binary(dst, fn, b, a)
+        if {a[0], b[0]} == {"full", "row"} and fn != "pow":
+            return   # one *_scalar op per row
+        if a[0] != "full":
+            if b[0] == "full" and b[4] == dst[4]:
+                self.need(0, dst[1])
+                return self.binary(dst, fn, dst[:4] + ("scratch",), b)
+            return self.binary(dst, fn, dst, b)   # a expanded into dst
+        self.need(0, dst[1])   # b expanded into a scratch tile
+
+    def assign(self, a: ir.Assign) -> None:
+        refs = [a.target] + [x for x in _leaves(a.value) if isinstance(x, ir.Ref) and x.name in self.allocs]
+        if a.target.name not in self.allocs:
+            return
+        if self._scalar_code(a, refs):
+            n = sum(isinstance(x, ir.Call) and x.fn in VECTOR_ONLY for x in _leaves(a.value))
+            for i in range(n):
+                self.scratch[f"erf_s{len([s for s in self.scratch if s.startswith('erf_s')])}"] = 32
+            return
+        dst, v = self.opd(a.target), a.value
         if isinstance(v, ir.Reduce):
-            src = opd(v.arg)
-            if src[0] == "full" and v.axes == (1,) and src[2] != src[3]:
-                scratch |= {(0, src[1]), (1, src[1]), ("mask", src[1]), ("maskrow", src[3])}
+            src = self.opd(v.arg)
+            if src[0] == "full" and dst[0] == "row" and v.axes == (1,) and src[2] != src[3] and \
+                    v.op in ("sum", "max", "min"):
+                self.need(0, src[1])
+                self.need(1, src[1])
+                mask = f"colmask_{src[1]}_{src[2]}"
+                self.scratch[mask] = src[1]
+                self.scratch[mask + "_row"] = src[3]
+        elif isinstance(v, ir.BinOp) and v.op in BIN:
+            self.binary(dst, BIN[v.op], self.opd(v.lhs), self.opd(v.rhs))
+        elif isinstance(v, ir.Call) and v.fn in BIN and len(v.args) == 2:
+            self.binary(dst, BIN[v.fn], self.opd(v.args[0]), self.opd(v.args[1]))
         elif isinstance(v, ir.Call) and v.fn == "select" and len(v.args) == 3:
-            ops = [opd(x) for x in v.args]
-            zero = isinstance(v.args[2], ir.Const) and float(v.args[2].value) == 0.0 and ops[1][0] != "const"
+            ops = [self.opd(x) for x in v.args]
+            if ops[2][0] == "const" and isinstance(v.args[2], ir.Const) and float(v.args[2].value) == 0.0 and \
+                    ops[1][0] != "const":
+                return self.binary(dst, "mul", ops[0], ops[1])
             for j, o in enumerate(ops):
-                if not zero and o[0] != dst[0]:
-                    scratch.add((j, dst[1]))
-        elif isinstance(v, (ir.BinOp, ir.Call)) and len(getattr(v, "args", (0, 0))) == 2 and \
-                (isinstance(v, ir.BinOp) or v.fn in ("max", "min", "pow")):
-            x, y = (v.lhs, v.rhs) if isinstance(v, ir.BinOp) else v.args
-            ka, kb = opd(x)[0], opd(y)[0]
-            fn = v.op if isinstance(v, ir.BinOp) else v.fn
-            if ka in vec and kb in vec and not (ka == kb == dst[0]):
-                pair = {ka, kb}
-                cyc = fn in ("+", "-", "*", "/", "max", "min")
-                if not ((pair == {"full", "col"} and cyc) or (pair == {"full", "row"} and fn != "pow")):
-                    scratch.add((0, dst[1]))
-            elif fn == "pow":
-                scratch.add((0, dst[1]))
-        elif isinstance(v, ir.Call) and v.fn == "reverse":
-            scratch.add((0, opd(v.args[0])[1]))
-    total = sum(L.round_up(phys(n) * slots.get(n, 1) * L.device_nbytes(a.type.dtype), L.VECTOR_ALIGN)
-                for n, a in allocs.items())
-    return total + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in scratch)
+                if o[0] != dst[0]:
+                    self.need(j, dst[1])
+        elif isinstance(v, ir.Call) and v.fn == "clamp" and len(v.args) == 3:
+            x, lo, hi = (self.opd(e) for e in v.args)
+            tmp = dst
+            if hi[0] in VEC and hi[4] == dst[4]:
+                self.need(2, dst[1])
+                tmp = dst[:4] + ("scratch",)
+            self.binary(tmp, "maximum", x, lo)
+            self.binary(dst, "minimum", tmp, hi)
+        elif isinstance(v, ir.Call) and v.fn == "reverse" and reverse_axis(v) == 0:
+            self.need(0, self.opd(v.args[0])[1])   # the rows' order: a mirror through a scratch tile
+
+    def _scalar_code(self, a: ir.Assign, refs: list) -> bool:
+        """The emitter's scalar path (emit.py `_compute`): single elements of non-vector tiles, or of @nram
+        tiles in `pipeline=units` kernels without reductions and tile-only builtins."""
+        size1 = all(_region_size(self.index(r)) == 1 for r in refs)
+        if size1 and not any(self.vector_buf(r) for r in refs):
+            return True
+        return self.through and size1 and not any(
+            isinstance(x, ir.Reduce) or (isinstance(x, ir.Call) and x.fn in TILE_ONLY) for x in _leaves(a.value))
+
+    def total(self) -> int:
+        for a in self.assigns:
+            self.assign(a)
+        tiles = sum(L.round_up(self.phys(n) * a.slots * L.device_nbytes(a.type.dtype), L.VECTOR_ALIGN)
+                    for n, a in self.allocs.items())
+        return tiles + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for n in self.scratch.values())
 
 
-def _slice_len(i: ir.Slice) -> int:
-    from gir.affine import to_affine
-    a, b = to_affine(i.start), to_affine(i.stop)
-    n = (b - a).const if a is not None and b is not None else 1
-    return -(-n // i.step)
+def _region_size(index) -> int:
+    n = 1
+    for i in index:
+        if isinstance(i, ir.Slice):
+            n *= slice_len(i)
+    return n
 
 
-def _unwrapped(f: ir.For, through: bool):
-    body = f.body
-    while through and len(body) == 1 and isinstance(body[0], ir.For) and _is_one_trip(body[0]):
-        body = body[0].body
-    return body
-
-
-def _is_one_trip(f: ir.For) -> bool:
-    return isinstance(f.hi, ir.BinOp) and f.hi.op == "+" and f.hi.lhs == f.lo and \
-        isinstance(f.hi.rhs, ir.Const) and f.hi.rhs.value == 1
-
-
-def _pipelinable(f: ir.For, body) -> bool:
-    """What the emitter pipelines: loads (and copies of loaded tiles), then computes, then stores."""
-    phase, loaded, moved = 0, set(), False
-    for x in body:
-        if isinstance(x, ir.Move) and x.kind == "load":
-            p, moved = 0, True
-            loaded.add(x.dst.name)
-        elif isinstance(x, ir.Move) and x.kind == "copy" and x.src.name in loaded:
-            p = 0
-        elif isinstance(x, ir.Assign) or (isinstance(x, ir.For) and x.body and
-                                          all(isinstance(y, ir.Assign) for y in x.body)):
-            p = 1
-        elif isinstance(x, ir.Move) and x.kind == "store":
-            p, moved = 2, True
-        else:
-            return False
-        if p < phase:
-            return False
-        phase = p
-    return moved and f.step == 1 and isinstance(f.lo, ir.Const) and f.lo.value == 0
-
-
-def _slot_depths(var: str, body) -> dict:
-    from gir.affine import to_affine
-
-    def advancing(ref):
-        if not ref.index or not isinstance(ref.index[0], ir.Slice):
-            return False
-        a = to_affine(ref.index[0].start)
-        return a is not None and a.coeffs.get(var, 0) >= _slice_len(ref.index[0])
-    moves = [(x.dst if x.kind in ("load", "copy") else x.src, x.kind) for x in body
-             if isinstance(x, ir.Move) and x.kind in ("load", "copy", "store")]
-    fixed = {r.name for r, _ in moves if not advancing(r)}
-    loaded = {r.name for r, k in moves if k in ("load", "copy")} & fixed
-    stored = {r.name for r, k in moves if k == "store"} & fixed
-    return {n: 3 if n in loaded and n in stored else 2 for n in loaded | stored}
+def _leaves(e):
+    from gir.walk import walk
+    return list(walk(e))

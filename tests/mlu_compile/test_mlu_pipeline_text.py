@@ -27,10 +27,11 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 
 def test_default_pipeline_text_of_the_mlu(capsys):
     assert _run(capsys, "passes", "--default", "--target", "mlu-sim") == \
-        (0, f"{FRONT},promote{{target=mlu-sim}},schedule{{target=mlu-sim}}\n", "")
+        (0, f"{FRONT},promote{{target=mlu-sim}},schedule{{target=mlu-sim}},software-pipeline\n", "")
     code, out, _ = _run(capsys, "passes", "--default", "--target", "mlu", "--sizes", "M=64,N=128")
     hints = 'sizes="M=64","N=128"'
-    assert code == 0 and out == f"{FRONT},promote{{target=mlu-sim {hints}}},schedule{{target=mlu-sim {hints}}}\n"
+    assert code == 0 and out == \
+        f"{FRONT},promote{{target=mlu-sim {hints}}},schedule{{target=mlu-sim {hints}}},software-pipeline\n"
     # the GPU pipeline is the same passes
     _, gpu, _ = _run(capsys, "passes", "--default", "--target", "cuda")
     assert gpu.startswith(FRONT + ",promote,schedule")
@@ -55,9 +56,24 @@ def test_print_ir_after_all_shows_every_mlu_stage(capsys):
                           "--print-ir-after-all")
     assert code == 0 and "__mlu_global__" in out
     stages = re.findall(r"IR after '([a-z-]+)", err)
-    assert stages == FRONT.split(",") + ["promote", "schedule"]
-    last = err[err.index("IR after 'schedule"):]
-    assert "@core" in last and "@block" not in last   # the schedule stage prints the MLU kernels
+    assert stages == FRONT.split(",") + ["promote", "schedule", "software-pipeline"]
+    scheduled = err[err.index("IR after 'schedule"):err.index("IR after 'software-pipeline")]
+    assert "@core" in scheduled and "@block" not in scheduled   # the schedule stage prints the MLU kernels
+    assert "async" not in scheduled and "slots=" not in scheduled
+    last = err[err.index("IR after 'software-pipeline"):]
+    # the pipelining is IR: async moves of the next / previous tile, slotted tiles, syncs of the core's pipes
+    assert re.search(r"alloc \w+: f32\[3, .*\] @nram with slots=3", last)
+    assert re.search(r"load \w+\[\(\w+ \+ 1\) % 3, .* with .*async", last) and "sync @core" in last
+
+
+def test_passes_without_software_pipeline_emit_synchronous_moves(capsys):
+    args = ("compile", SOFTMAX, "--target", "mlu", "--sizes", "M=64,N=128")
+    _, text, _ = _run(capsys, "passes", "--default", "--target", "mlu-sim", "--sizes", "M=64,N=128")
+    assert text.strip().endswith(",software-pipeline")
+    code, out, _ = _run(capsys, *args, "--passes", text.strip()[:-len(",software-pipeline")])
+    assert code == 0 and "__memcpy(" in out and "__memcpy_async" not in out
+    code, out, _ = _run(capsys, *args)
+    assert code == 0 and "__memcpy_async" in out
 
 
 def test_gpu_kernels_from_passes_are_refused_located(capsys):
@@ -83,11 +99,12 @@ def test_pipeline_output_is_the_strategies_output(name):
     from gir.passes.manager import as_module
     from gir.passes.middle import run_default
     from gir.passes.schedule_mlu import schedule_mlu
+    from gir.passes.schedule_mlu.swpipe import pipeline_func
 
     f = parse_file(str(REPO / "samples" / f"{name}.gir")).funcs[0]
     sizes = {s: 96 for s in f.size_symbols()}
     state, _ = run_default(ir.Module((f,)), "mlu-sim", {"sizes": sizes})
-    assert print_module(as_module(state)) == print_module(ir.Module((schedule_mlu(f, sizes),)))
+    assert print_module(as_module(state)) == print_module(ir.Module((pipeline_func(schedule_mlu(f, sizes)),)))
 
 
 SCAN_AND_SCALE = """

@@ -1,0 +1,307 @@
+"""`software-pipeline`: the MLU's load / compute / store pipelining as an IR rewrite (explicit MLU GIR in, explicit
+MLU GIR out). It is the last pass of the mlu-sim compile pipeline, so `--print-ir-after-all` shows the pipelined
+kernels; codegen/mlu prints them as they stand (async moves, slotted tiles, `sync @core`).
+
+A loop `for v in 0..T` (step 1) whose body is loads (and on-chip copies of tiles just loaded), then computes
+(assignments, or loops of assignments: a scan's row steps), then stores to GDRAM becomes a three-stage pipeline:
+
+    if 0 < T { load t[0, ...] <- x[... at v = 0] with async }
+    for v in 0..T {
+        sync @core                                          # tile v loaded, tile v - 2 stored
+        if v + 1 < T { load t[(v + 1) % 3, ...] <- x[... at v + 1] with async }
+        if 0 < v { store y[... at v - 1] <- t[(v + 2) % 3, ...] with async }
+        computes of tile v on slot v % 3
+    }
+    sync @core
+    if 0 < T { store y[... at T - 1] <- t[(T - 1) % 3, ...] with async }
+    sync @core
+
+Tiles only loaded or only stored get two slots, tiles both loaded and stored three (with two, the load of tile
+v + 1 would overwrite tile v - 1 before its store has read it). A tile whose moved rows advance with the loop
+variable (rows k*S..k*S+S of a slab in iteration k) needs none: every iteration has rows of its own. A slotted
+tile's alloc gains a first dimension of that extent (`with slots=k`); its references outside pipelined loops use
+slot 0. In `with pipeline=units` kernels a loop over work units whose body is nested one-trip loops decoding the
+unit's indices is pipelined through them: the moves of iterations v + 1 and v - 1 substitute the decoded indices.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gir import ir
+from gir.affine import slice_extent, to_affine
+from gir.errors import GirError
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.builtin.exprs import substitute_vars
+from gir.walk import map_expr
+
+
+@dataclass(frozen=True)
+class SoftwarePipeline(ModulePass):
+    """Pipeline the loads, computes and stores of MLU kernel loops (async moves into 2 or 3 tile slots)."""
+    name: ClassVar[str] = "software-pipeline"
+    consumes: ClassVar[str] = "gir"
+    produces: ClassVar[str] = "gir"
+
+    def apply(self, ctx: PassContext, module: ir.Module) -> ir.Module:
+        funcs = []
+        for f in module.funcs:
+            g = pipeline_func(f)
+            if g is not f:
+                ctx.bump("software-pipeline.loops", _count_pipelined(g) - _count_pipelined(f))
+            funcs.append(g)
+        return dataclasses.replace(module, funcs=tuple(funcs))
+
+
+def pipeline_func(func: ir.Func) -> ir.Func:
+    """`func` with the pipelinable loops of its MLU kernels pipelined (GPU kernels and functions without kernels
+    are returned unchanged)."""
+    if not any(_is_mlu(k) for k in func.kernels):
+        return func
+    body = tuple(pipeline_kernel(x) if isinstance(x, ir.Kernel) and _is_mlu(x) else x for x in func.body)
+    return dataclasses.replace(func, body=body)
+
+
+def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
+    through = dict(k.attrs).get("pipeline") == "units"
+    levels: dict[str, ir.Level] = {}
+    slots: dict[str, int] = {}
+
+    def collect(stmts):
+        for s in stmts:
+            if isinstance(s, ir.Alloc):
+                levels[s.name] = s.level
+            elif isinstance(s, ir.For):
+                if pipelinable(s, through, levels):
+                    for name, d in slot_depths(s, through).items():
+                        slots[name] = max(slots.get(name, 1), d)
+                collect(s.body)
+            elif isinstance(s, ir.Parallel):
+                collect(s.body)
+            elif isinstance(s, ir.If):
+                collect(s.then + s.orelse)
+    collect(k.body)
+    if not slots and not any(_pipelined_loops(k.body, through, levels)):
+        return k
+    return dataclasses.replace(k, body=_Rewriter(slots, through, levels).block(k.body))
+
+
+def pipelinable(s: ir.For, through: bool, levels: dict) -> bool:
+    """Loads (and on-chip copies of tiles just loaded), then computes, then stores; at least one move; the loop
+    runs 0..T by 1."""
+    phase, loaded, moved = 0, set(), False
+    for x in unwrap(s, through)[1]:
+        if isinstance(x, ir.Move) and x.kind == "load":
+            p, moved = 0, True
+            loaded.add(x.dst.name)
+        elif _load_copy(x, loaded, levels):
+            p = 0
+        elif isinstance(x, ir.Assign) or _compute_loop(x):
+            p = 1
+        elif isinstance(x, ir.Move) and x.kind == "store" and not x.async_:
+            p, moved = 2, True
+        else:
+            return False
+        if p < phase:
+            return False
+        phase = p
+    return moved and s.step == 1 and isinstance(s.lo, ir.Const) and s.lo.value == 0
+
+
+def slot_depths(s: ir.For, through: bool) -> dict[str, int]:
+    """Pipeline slots of the tiles the loop moves: 3 for tiles both loaded and stored, else 2; none for tiles whose
+    moved rows advance with the loop variable."""
+    moves = [(x.dst if x.kind in ("load", "copy") else x.src, "load" if x.kind == "copy" else x.kind)
+             for x in unwrap(s, through)[1] if isinstance(x, ir.Move)]
+    fixed = {r.name for r, _ in moves if not _advancing(r, s.var)}
+    loaded = {r.name for r, kind in moves if kind == "load"} & fixed
+    stored = {r.name for r, kind in moves if kind == "store"} & fixed
+    return {n: 3 if n in loaded and n in stored else 2 for n in loaded | stored}
+
+
+def unwrap(s: ir.For, through: bool) -> tuple[list[ir.For], tuple]:
+    """([one-trip loops], body): a loop body that is nested one-trip loops `for u in e..e + 1` (decoding a work
+    unit's indices so that region starts stay affine), seen through them when `through`."""
+    decode, body = [], s.body
+    while through and len(body) == 1 and is_one_trip(body[0]):
+        decode.append(body[0])
+        body = body[0].body
+    return decode, body
+
+
+def is_one_trip(f) -> bool:
+    return isinstance(f, ir.For) and f.step == 1 and isinstance(f.hi, ir.BinOp) and f.hi.op == "+" and \
+        f.hi.lhs == f.lo and isinstance(f.hi.rhs, ir.Const) and f.hi.rhs.value == 1
+
+
+class _Rewriter:
+    def __init__(self, slots: dict[str, int], through: bool, levels: dict):
+        self.slots, self.through, self.levels = slots, through, levels
+
+    def block(self, stmts) -> tuple:
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s, {}))
+        return tuple(out)
+
+    def stmt(self, s, slot: dict) -> list:
+        """`s` rewritten; `slot`: tile name -> slot expression of its references here (others: slot 0)."""
+        if isinstance(s, ir.Alloc):
+            k = self.slots.get(s.name, 1)
+            if k == 1:
+                return [s]
+            shape = (k,) + tuple(s.type.shape)
+            return [dataclasses.replace(s, type=dataclasses.replace(s.type, shape=shape), slots=k)]
+        if isinstance(s, ir.For):
+            if pipelinable(s, self.through, self.levels):
+                return self.pipelined(s)
+            return [dataclasses.replace(s, body=self.sub(s.body, slot))]
+        if isinstance(s, ir.Parallel):
+            return [dataclasses.replace(s, body=self.sub(s.body, slot))]
+        if isinstance(s, ir.If):
+            return [dataclasses.replace(s, then=self.sub(s.then, slot), orelse=self.sub(s.orelse, slot))]
+        if isinstance(s, ir.Assign):
+            return [ir.Assign(self.ref(s.target, slot), map_expr(s.value, lambda x: self.ref(x, slot)), loc=s.loc)]
+        if isinstance(s, ir.Move):
+            return [dataclasses.replace(s, dst=self.ref(s.dst, slot), src=self.ref(s.src, slot))]
+        if isinstance(s, ir.XReduce):
+            return [dataclasses.replace(s, target=self.ref(s.target, slot))]
+        return [s]
+
+    def sub(self, stmts, slot: dict) -> tuple:
+        return tuple(y for x in stmts for y in self.stmt(x, slot))
+
+    def ref(self, r, slot: dict):
+        if not isinstance(r, ir.Ref) or self.slots.get(r.name, 1) == 1:
+            return r
+        return dataclasses.replace(r, index=(slot.get(r.name, ir.Const(0)),) + tuple(r.index))
+
+    def pipelined(self, s: ir.For) -> list:
+        v, T, loc = s.var, s.hi, s.loc
+        decode, body = unwrap(s, self.through)
+        loads = [x for x in body if isinstance(x, ir.Move) and x.kind in ("load", "copy")]
+        computes = [x for x in body if isinstance(x, ir.Assign) or _compute_loop(x)]
+        stores = [x for x in body if isinstance(x, ir.Move) and x.kind == "store"]
+        depth = slot_depths(s, self.through)
+        var = ir.Var(v)
+
+        def at(it: ir.Expr) -> dict:
+            """The loop variable and the decoding variables in iteration `it`."""
+            env = {v: it}
+            for f in decode:
+                env[f.var] = substitute_vars(f.lo, env)
+            return env
+
+        def slots_of(which) -> dict:
+            return {n: which(d) for n, d in depth.items()}
+
+        def moves(ms, it: ir.Expr, which) -> tuple:
+            env, slot = at(it), slots_of(which)
+            out = []
+            for m in ms:
+                m = dataclasses.replace(m, dst=_subst_ref(m.dst, env), src=_subst_ref(m.src, env), async_=True)
+                out.extend(self.stmt(m, slot))
+            return tuple(out)
+
+        def mod(e: ir.Expr, d: int) -> ir.Expr:
+            return ir.Const(e.value % d) if isinstance(e, ir.Const) else ir.BinOp("%", e, ir.Const(d))
+
+        def plus(e: ir.Expr, c: int) -> ir.Expr:
+            if isinstance(e, ir.Const):
+                return ir.Const(e.value + c)
+            return ir.BinOp("+", e, ir.Const(c)) if c >= 0 else ir.BinOp("-", e, ir.Const(-c))
+        zero = ir.Const(0)
+        sync = ir.Sync(ir.ParLevel.core, loc=loc)
+        first = ir.If(ir.BinOp("<", zero, T), moves(loads, zero, lambda d: zero), (), loc=loc)
+        nxt = ir.If(ir.BinOp("<", plus(var, 1), T), moves(loads, plus(var, 1), lambda d: mod(plus(var, 1), d)), (),
+                    loc=loc)
+        prv = ir.If(ir.BinOp("<", zero, var), moves(stores, plus(var, -1),
+                                                     lambda d: mod(plus(var, d - 1), d)), (), loc=loc)
+        compute = self.sub(computes, slots_of(lambda d: mod(var, d)))
+        for f in reversed(decode):   # the computes stay inside the unit's decoding loops
+            compute = (dataclasses.replace(f, body=compute),)
+        last_it = plus(T, -1)
+        last = ir.If(ir.BinOp("<", zero, T), moves(stores, last_it, lambda d: mod(last_it, d)), (), loc=loc)
+        loop = dataclasses.replace(s, body=(sync,) + ((nxt,) if loads else ()) + ((prv,) if stores else ()) + compute)
+        return ([first] if loads else []) + [loop, sync] + ([last, sync] if stores else [])
+
+
+def _subst_ref(r: ir.Ref, env: dict) -> ir.Ref:
+    def idx(i):
+        if isinstance(i, ir.Slice):
+            return dataclasses.replace(i, start=substitute_vars(i.start, env), stop=substitute_vars(i.stop, env))
+        return substitute_vars(i, env)
+    return dataclasses.replace(r, index=tuple(idx(i) for i in r.index))
+
+
+def _load_copy(x, loaded: set, levels: dict) -> bool:
+    """An on-chip copy between @nram tiles reading a tile loaded earlier in the same body: it joins the load stage
+    (issued async after the load, on the same IO pipe, so in order)."""
+    return isinstance(x, ir.Move) and x.kind == "copy" and x.src.name in loaded and \
+        levels.get(x.src.name) == ir.Level.nram and levels.get(x.dst.name) == ir.Level.nram
+
+
+def _compute_loop(x) -> bool:
+    """A loop of computes only (a scan's row steps): part of a pipelined loop's compute stage."""
+    return isinstance(x, ir.For) and bool(x.body) and all(isinstance(y, ir.Assign) for y in x.body)
+
+
+def _advancing(ref: ir.Ref, var: str) -> bool:
+    """`ref`'s first index is a slice starting at c * var + ... with c at least its length, and no other index
+    depends on `var`: the regions of different iterations are disjoint."""
+    if not ref.index or not isinstance(ref.index[0], ir.Slice):
+        return False
+    a = to_affine(ref.index[0].start)
+    if a is None or a.coeffs.get(var, 0) < slice_len(ref.index[0]):
+        return False
+    for i in ref.index[1:]:
+        for part in ((i.start, i.stop) if isinstance(i, ir.Slice) else (i,)):
+            b = to_affine(part)
+            if b is None or b.coeffs.get(var, 0):
+                return False
+    return True
+
+
+def slice_len(i: ir.Slice) -> int:
+    n = slice_extent(i.start, i.stop)
+    if n is None:
+        raise GirError("slice length must be constant", i.loc)
+    return n
+
+
+def _is_mlu(k: ir.Kernel) -> bool:
+    def levels(stmts):
+        for s in stmts:
+            if isinstance(s, ir.Parallel):
+                yield s.level
+                yield from levels(s.body)
+    return any(lv.family == "mlu" for lv in levels(k.body))
+
+
+def _pipelined_loops(stmts, through, levels):
+    for s in stmts:
+        if isinstance(s, ir.For):
+            if pipelinable(s, through, levels):
+                yield s
+            yield from _pipelined_loops(s.body, through, levels)
+        elif isinstance(s, ir.Parallel):
+            yield from _pipelined_loops(s.body, through, levels)
+        elif isinstance(s, ir.If):
+            yield from _pipelined_loops(s.then + s.orelse, through, levels)
+
+
+def _count_pipelined(f: ir.Func) -> int:
+    """Loops that issue async loads or stores (pipelined) in `f`'s kernels."""
+    def count(stmts):
+        n = 0
+        for s in stmts:
+            if isinstance(s, ir.For):
+                n += any(isinstance(x, ir.If) and any(isinstance(m, ir.Move) and m.async_ for m in x.then)
+                         for x in s.body) + count(s.body)
+            elif isinstance(s, (ir.Parallel,)):
+                n += count(s.body)
+            elif isinstance(s, ir.If):
+                n += count(s.then + s.orelse)
+        return n
+    return sum(count(k.body) for k in f.kernels)
