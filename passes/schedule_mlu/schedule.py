@@ -16,6 +16,7 @@ from gir.passes.schedule_mlu.extended import schedule_extended
 from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from gir.passes.schedule_mlu.longrows import longrows_kernel
 from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
+from gir.passes.schedule_mlu.vecprep import prepare_kernels
 from gir.passes.schedule_mlu.reverse import reverse_func
 from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
 from gir.passes.schedule_mlu.tiles import prefer_tiles, tile_schedule
@@ -177,6 +178,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         viewed = {p.name: p for p in tiled.params + tiled.results}
         full = dataclasses.replace(full, params=tuple(viewed.get(p.name, p) for p in full.params),
                                    results=tuple(viewed.get(p.name, p) for p in full.results))
+    items = prepare_kernels(items, nram)   # hoisted invariant broadcasts, select(c, 1, 0) as c != 0 (vecprep.py)
     out = dataclasses.replace(full, body=tuple(_located(x, func.loc) for x in items))
     verify_module(ir.Module((out,)))
     return out
