@@ -32,7 +32,7 @@ from __future__ import annotations
 from gir import ir
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import COL, FULL, ROW, SCAL, NotTile, Tiles, _has
-from gir.passes.schedule_mlu.tiles_builder import TASKS, Plan, _prod
+from gir.passes.schedule_mlu.tiles_builder import F32, TASKS, Plan, _prod
 from gir.passes.schedule_mlu.tiles_held import held_kernel
 from gir.passes.schedule_mlu.tiles_nram import footprint
 from gir.passes.schedule_mlu.tiles_slab import slab_kernel
@@ -89,7 +89,8 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
         b, n = _bytes(t, (FULL, ROW, COL, SCAL), t.n_rows, plan.W)
         ft, _ = _bytes(t, (FULL, ROW), plan.R, plan.W)
         subs = -(-t.n_rows // plan.R)
-        tiles = sum(1 for k in list(t.inputs.values()) + list(t.outputs.values()) if _has(k)[0])
+        tiles = sum(1 for n, k in list(t.inputs.items()) + list(t.outputs.items()) if _has(k)[0] and
+                    not (n in t.inputs and k == ROW and t.dtype(n) == F32))   # (whole per unit: tiles_slab.py)
         return per_core * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw) * 1.05
     rows = -(-t.n_rows // plan.parts)
     tiles = -(-rows // plan.R)

@@ -184,7 +184,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
         moves, comps, stores = [], [], []
         if p == 0:
             for n in t.inputs:
-                if sc[n] != "tile":
+                if sc[n] != "tile" or n in whole:
                     continue
                 dt = t.dtype(n)
                 dst = raw(n, k0, nr, nw)
@@ -237,12 +237,19 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
 
     full, tail = nt // S, nt % S
 
+    # f32 inputs of one value per slab row (a per-channel gamma of a group's slab): the unit's whole column in one
+    # DMA before the passes, not a DMA of S elements per sub-tile (each pays the GDRAM latency)
+    whole = {n for n in t.inputs if sc[n] == "tile" and n in bufs.of and bufs.of[n] in slab_bufs and
+             bufs.kind[bufs.of[n]] == ROW and t.dtype(n) == F32}
+
     def unit(idx, l0, nw) -> list:
         out = []
         for n in t.inputs:
             if sc[n] == "unit":
                 m, c = kb.load(n, idx, B.c(0), S, l0, nw)
                 out += m + c
+        for n in sorted(whole):
+            out.append(B.move("load", raw(n, B.c(0), nt, nw), kb.gregion(n, idx, B.c(0), nt, l0, nw)))
         for n, op in accs.items():
             out.append(ir.Assign(reg(n, 0, S, nw), B.c(IDENT[op.fn[1:]])))
         for p in range(npass):
