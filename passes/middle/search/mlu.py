@@ -8,14 +8,19 @@ so every size symbol needs a value in the pass's `sizes` option (`--sizes` of `g
 They start from the operator-layer function the IDFG was built from (after naive-lower's argmax/argmin
 lowering), not from the fused groups: fuse, forward-stores, dead-stores, load-cse and promote run before them
 and their remarks are reported, but the MLU strategies make their own fusion decisions (docs/architecture.md,
-"Where we differ"): the only IDFG decision they follow is whether the function was fused at all (a pipeline
-without 'fuse' gets the op-by-op program, one MLU kernel per statement). What a strategy gives up on (a split op by op, chunked rows, a scalar kernel) is a missed
-remark in the PassContext, as the GPU search's are.
+"Where we differ"): the IDFG decisions they follow are whether the function was fused at all (a pipeline
+without 'fuse' gets the op-by-op program, one MLU kernel per statement) and, when `fuse` split it into several
+groups and the strategies could not cover the whole function in one kernel, its groups: each group is scheduled as
+a function of its own and the composition replaces the whole-function schedule when it moves fewer GDRAM bytes or
+avoids a scalar kernel (mlu_groups.py). What a strategy gives up on (a split op by op, chunked rows, a scalar
+kernel) is a missed remark in the PassContext, as the GPU search's are.
 """
 from __future__ import annotations
 
 from gir import ir
+from gir.errors import GirError
 from gir.passes.base import PassContext
+from gir.passes.middle.search.mlu_groups import by_groups, choose
 
 MLU_TARGETS = ("mlu-sim", "mlu")
 MLU_MACHINES = ("", "mlu370")
@@ -54,8 +59,21 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
                        "each statement is its own MLU kernel, intermediates go through GDRAM", f.func.loc)
         try:
             out = schedule_mlu(f.func, sizes, mode=mode, remarks=remarks)
-        finally:
+        except GirError:
             ctx.remarks.extend(remarks)   # the fallbacks taken before a failure are worth seeing too
+            raise
+        if mode == "fused" and len(f.groups) > 1 and len(out.kernels) > 1:
+            whole_kernels, group_remarks = len(out.kernels), []
+            try:
+                groups = by_groups(f, sizes, group_remarks)
+            except GirError:
+                groups = None
+            out, remarks, followed = choose(out, remarks, groups, group_remarks, sizes)
+            if followed:
+                ctx.remark("schedule", "passed", f"function '{f.name}': the MLU schedule follows the IDFG's "
+                           f"{len(f.groups)} fused groups ({len(out.kernels)} kernel(s) instead of {whole_kernels} "
+                           "for the function as a whole)", f.func.loc)
+        ctx.remarks.extend(remarks)
         ctx.bump("schedule.kernels", len(out.kernels))
         funcs.append(out)
     return ir.Module(tuple(funcs), loc=graph.loc)

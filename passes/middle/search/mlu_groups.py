@@ -1,0 +1,112 @@
+"""The MLU schedule that follows the IDFG's fused groups (a candidate of `schedule{target=mlu-sim}`).
+
+The MLU strategies (passes/schedule_mlu) fuse a whole function when one of their recipes covers it; when none
+does they fall back statement by statement (one kernel per statement, intermediates through GDRAM) or to scalar
+kernels. The IDFG already knows better groups: `fuse` proved which statements share teams. This candidate hands
+the strategies one function per group -- the group's statements, its inputs (function parameters or values of
+earlier groups) and its outputs (function results or values later groups read, kept in GDRAM) -- and composes
+their kernels in dependence order. `choose` keeps the whole-function schedule unless the composition moves fewer
+GDRAM bytes (exact isl counts at the bound sizes, passes/analysis/traffic.py) or avoids a scalar kernel: a
+softmax and a row mean over two unrelated tensors in one function were six op-by-op kernels (3.69x the DMA
+roofline), the composition is the IDFG's two fused groups.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gir import ir
+from gir.errors import GirError
+from gir.walk import walk
+
+SCALAR = "runs as a scalar MLU kernel"
+
+
+def by_groups(g, sizes: dict[str, int], remarks: list) -> ir.Func | None:
+    """The composition of the strategies' schedules of `g`'s groups (a `FuncGraph` fused into two or more
+    groups), or None when it does not apply (one group, reshape views, groups without a dependence order)."""
+    from gir.passes.schedule_mlu import schedule_mlu
+    from gir.passes.schedule_mlu.schedule import specialize
+    from gir.verifier import verify_module
+
+    func = g.func
+    if len(g.groups) < 2 or any(p.view is not None for p in func.params + func.results):
+        return None
+    assigns = [x for x in func.body if isinstance(x, ir.Assign)]
+    if len(assigns) != len(g.stmts):
+        return None
+    reads = [{x.name for x in walk(a.value) if isinstance(x, ir.Ref)} for a in assigns]
+    group_of = {s: grp.id for grp in g.groups for s in grp.stmts}
+    order = _dependence_order(g.groups, assigns, reads, group_of)
+    if order is None:
+        return None
+    params = {p.name: p for p in func.params}
+    results = {p.name: p for p in func.results}
+    items: list = []
+    crossing: dict[str, ir.TensorType] = {}
+    for grp in order:
+        stmts = sorted(grp.stmts)
+        produced = [assigns[i].target.name for i in stmts]
+        inputs = sorted({n for i in stmts for n in reads[i]} - set(produced))
+        later = {n for i, r in enumerate(reads) if group_of[i] != grp.id for n in r}
+        outputs = [n for n in produced if n in results or n in later]
+        if not outputs:
+            continue
+        sub = ir.Func(f"{func.name}_g{grp.id}",
+                      tuple(params.get(n) or ir.Param(n, g.types[n], loc=func.loc) for n in inputs),
+                      tuple(results.get(n) or ir.Param(n, g.types[n], loc=func.loc) for n in outputs),
+                      tuple(assigns[i] for i in stmts), loc=func.loc)
+        done = schedule_mlu(sub, sizes, remarks=remarks)
+        crossing.update({p.name: p.type for p in done.results if p.name not in results})
+        items.extend(done.body)
+    allocs = [ir.Alloc(n, t, ir.Level.gdram, loc=func.loc) for n, t in crossing.items()]
+    out = dataclasses.replace(specialize(func, sizes), body=tuple(allocs + items))
+    verify_module(ir.Module((out,)))
+    return out
+
+
+def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, group_remarks: list,
+           sizes: dict[str, int]) -> tuple[ir.Func, list, bool]:
+    """(schedule, its remarks, whether it is the group composition): the whole-function schedule unless the
+    composition avoids its scalar kernels or moves fewer GDRAM bytes (2% margin)."""
+    if groups is None:
+        return whole, whole_remarks, False
+    if whole is None:
+        return groups, group_remarks, True
+    scalar_whole = sum(SCALAR in r.message for r in whole_remarks)
+    scalar_groups = sum(SCALAR in r.message for r in group_remarks)
+    if scalar_groups != scalar_whole:
+        return (groups, group_remarks, True) if scalar_groups < scalar_whole else (whole, whole_remarks, False)
+    if len(groups.kernels) >= len(whole.kernels):
+        return whole, whole_remarks, False
+    try:
+        better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)
+    except GirError:   # not countable: keep the whole-function schedule
+        better = False
+    return (groups, group_remarks, True) if better else (whole, whole_remarks, False)
+
+
+def offchip_bytes(f: ir.Func, sizes: dict[str, int]) -> int:
+    """GDRAM bytes (reads and writes) of every kernel of an explicit MLU function, counted with isl."""
+    from gir.passes.analysis.traffic import kernel_traffic
+    total = 0
+    for k in f.kernels:
+        t = kernel_traffic(f, k, sizes)
+        total += sum(t.total(level, mode) for level in ("global", "gdram") for mode in ("read", "write"))
+    return total
+
+
+def _dependence_order(groups, assigns, reads, group_of) -> list | None:
+    """The groups in an order where every group follows the groups whose values it reads (None if cyclic)."""
+    producer = {a.target.name: group_of[i] for i, a in enumerate(assigns)}
+    needs = {grp.id: {producer[n] for i in grp.stmts for n in reads[i] if n in producer} - {grp.id}
+             for grp in groups}
+    by_id = {grp.id: grp for grp in groups}
+    out, done = [], set()
+    while len(out) < len(groups):
+        ready = [grp for grp in sorted(groups, key=lambda x: min(x.stmts)) if grp.id not in done and
+                 needs[grp.id] <= done]
+        if not ready:
+            return None
+        out.append(by_id[ready[0].id])
+        done.add(ready[0].id)
+    return out
