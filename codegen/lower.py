@@ -16,7 +16,7 @@ from gir.codegen import ast as C
 from gir.codegen.exprs import Compute, add, cname, combine, index_expr, mul, read_elem, write_elem
 from gir.codegen.launch import LaunchPlan, extent_expr, plan_launch
 from gir import ir
-from gir.affine import Affine, free_vars, to_affine
+from gir.affine import Affine, free_vars, slice_extent, to_affine
 from gir.errors import GirError
 
 MAX_UNROLL = 64  # loops with a constant trip count up to this get `#pragma unroll`
@@ -133,8 +133,10 @@ class KernelLowerer:
         shape = []
         for i in ref.index:
             if isinstance(i, ir.Slice):
-                n = to_affine(i.stop) - to_affine(i.start)
-                shape.append(max(0, -(-n.const // i.step)))
+                n = slice_extent(i.start, i.stop)
+                if n is None:
+                    raise GirError("slice length must be a constant (stop - start)", i.loc or ref.loc)
+                shape.append(max(0, -(-n // i.step)))
         if math.prod(shape) > MAX_TILE:
             raise GirError(f"region of {math.prod(shape)} elements is too large for one thread "
                            f"(at most {MAX_TILE})", ref.loc)

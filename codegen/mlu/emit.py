@@ -428,9 +428,10 @@ _TILE_ONLY = ("transpose", "reverse", "gather_cols")
 
 
 def _index_cond(e) -> str | None:
-    """A comparison of two index expressions in the index arithmetic of regions and loop bounds (c_index: the
-    pipeline's `0 < T`, `v + 1 < T`), else None (scalar C: ScalarExpr)."""
-    if not (isinstance(e, ir.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!=")):
+    """A comparison of two index expressions without `//` and `%` as plain C (the pipeline's `0 < v`, `v + 1 < T`
+    for an affine T), else None: ScalarExpr, whose `//` and `%` floor as Python's (C's truncate)."""
+    if not (isinstance(e, ir.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!=")) or \
+            any(isinstance(x, ir.BinOp) and x.op in ("//", "%") for x in _leaves(e)):
         return None
     try:
         return f"{c_index(e.lhs)} {e.op} {c_index(e.rhs)}"

@@ -17,6 +17,7 @@ BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": 
        "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares store 1 / 0
 MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      # s OP a  ==  a MIRROR[OP] s
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
+_IDENT = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}   # of the masked reductions
 _CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ir.UNARY_FUNCS   # each is the vector op __bang_active_<fn> (targets/mlu/vector.py)
@@ -208,8 +209,6 @@ class VecEmitter:
 
     def select(self, dst: Opd, opds: list) -> None:
         """`__bang_select(dst, cond, a, b)`; operands of another kind are broadcast into scratch tiles first."""
-        if opds[2].kind == CONST and opds[2].value in ("0.0f", "0.0", "0") and opds[1].kind != CONST:
-            return self.binary(dst, "mul", opds[0], opds[1])   # select(c, a, 0) as c * a (c is 1 / 0; a finite)
         ptrs = []
         for k, o in enumerate(opds):
             if o.kind == dst.kind:
@@ -263,6 +262,12 @@ class VecEmitter:
             self.out.append(f"__bang_reduce_{e.op}_cols({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
             return
         if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
+            if a.cols < a.length:   # the padding past the region holds what earlier ops left: the identity there
+                row = Opd(COL, a.ptr, a.length, pitch=a.length, cols=a.cols, dtype=a.dtype)
+                tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
+                self.out.append(f"__bang_write_value({fill.ptr}, {a.length}, {_IDENT[e.op]});")
+                self.out.append(f"__bang_select({tmp.ptr}, {self.mask_full(row)}, {a.ptr}, {fill.ptr}, {a.length});")
+                a = tmp
             self.out.append(f"__bang_reduce_{e.op}({dst.ptr}, {a.ptr}, {a.length});")
             return
         if a.kind == ROW and dst.kind == SCALAR and e.axes == (0,) and e.op in ("sum", "max", "min"):
@@ -279,8 +284,7 @@ class VecEmitter:
         if a.cols == a.pitch:
             self.out.append(f"__bang_reduce_{e.op}_rows({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
             return
-        ident = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}[e.op]
         tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
-        self.out.append(f"__bang_write_value({fill.ptr}, {a.length}, {ident});")
+        self.out.append(f"__bang_write_value({fill.ptr}, {a.length}, {_IDENT[e.op]});")
         self.out.append(f"__bang_select({tmp.ptr}, {self.mask_full(a)}, {a.ptr}, {fill.ptr}, {a.length});")
         self.out.append(f"__bang_reduce_{e.op}_rows({dst.ptr}, {tmp.ptr}, {a.rows}, {a.pitch});")

@@ -18,7 +18,8 @@ A loop `for v in 0..T` (step 1) whose body is loads (and on-chip copies of tiles
 
 Tiles only loaded or only stored get two slots, tiles both loaded and stored three (with two, the load of tile
 v + 1 would overwrite tile v - 1 before its store has read it). A tile whose moved rows advance with the loop
-variable (rows k*S..k*S+S of a slab in iteration k) needs none: every iteration has rows of its own. A slotted
+variable (rows k*S..k*S+S of a slab in iteration k) needs none: every iteration has rows of its own; nor does a
+tile the loop stores without writing it (its data does not change between iterations). A slotted
 tile's alloc gains a first dimension of that extent (`with slots=k`); its references outside pipelined loops use
 slot 0. In `with pipeline=units` kernels a loop over work units whose body is nested one-trip loops decoding the
 unit's indices is pipelined through them: the moves of iterations v + 1 and v - 1 substitute the decoded indices.
@@ -34,7 +35,7 @@ from gir.affine import slice_extent, to_affine
 from gir.errors import GirError
 from gir.passes.base import ModulePass, PassContext
 from gir.passes.builtin.exprs import substitute_vars
-from gir.walk import map_expr
+from gir.walk import map_expr, walk
 
 
 @dataclass(frozen=True)
@@ -66,25 +67,88 @@ def pipeline_func(func: ir.Func) -> ir.Func:
 def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
     through = dict(k.attrs).get("pipeline") == "units"
     levels: dict[str, ir.Level] = {}
+    preslotted: set[str] = set()   # tiles a kernel already allocates `with slots=k`: never slotted again
     slots: dict[str, int] = {}
+    chosen: set[int] = set()       # id() of the loops to pipeline
 
-    def collect(stmts):
-        for s in stmts:
+    def collect(stmts, after: list):
+        for i, s in enumerate(stmts):
+            rest = list(stmts[i + 1:]) + after   # what runs after s (conservatively: whole enclosing loop bodies)
             if isinstance(s, ir.Alloc):
                 levels[s.name] = s.level
+                if s.slots > 1:
+                    preslotted.add(s.name)
             elif isinstance(s, ir.For):
-                if pipelinable(s, through, levels):
+                if pipelinable(s, through, levels) and safe(s, through, rest, preslotted):
+                    chosen.add(id(s))
                     for name, d in slot_depths(s, through).items():
                         slots[name] = max(slots.get(name, 1), d)
-                collect(s.body)
+                collect(s.body, list(s.body) + rest)
             elif isinstance(s, ir.Parallel):
-                collect(s.body)
+                collect(s.body, rest)
             elif isinstance(s, ir.If):
-                collect(s.then + s.orelse)
-    collect(k.body)
-    if not slots and not any(_pipelined_loops(k.body, through, levels)):
+                collect(s.then, rest)
+                collect(s.orelse, rest)
+    collect(k.body, [])
+    if not chosen:
         return k
-    return dataclasses.replace(k, body=_Rewriter(slots, through, levels).block(k.body))
+    return dataclasses.replace(k, body=_Rewriter(slots, through, chosen).block(k.body))
+
+
+def safe(s: ir.For, through: bool, rest: list, preslotted: set) -> bool:
+    """Whether pipelining `s` keeps its meaning: no tile it would slot is already slotted, carries a value from
+    one iteration into the next (read before it is written in the body), or is read after the loop before being
+    written again (the last iteration's value sits in slot (T - 1) % k, not 0); no GDRAM tensor is both loaded and
+    stored by the loop (the load of iteration v + 1 is issued before the store of iteration v)."""
+    body = unwrap(s, through)[1]
+    moves = [x for x in body if isinstance(x, ir.Move)]
+    if any(m.dst.name in preslotted or m.src.name in preslotted for m in moves):
+        return False
+    loads = {m.src.name for m in moves if m.kind == "load"}
+    if loads & {m.dst.name for m in moves if m.kind == "store"}:
+        return False
+    depth = slot_depths(s, through)
+    loaded = {m.dst.name for m in moves if m.kind in ("load", "copy")}
+    computes = [a for x in body for a in ([x] if isinstance(x, ir.Assign) else x.body if _compute_loop(x) else [])]
+    for name in depth:
+        if name not in loaded and _first_use(computes, name) == "read":
+            return False
+        if _first_use(_flat(rest), name) == "read":
+            return False
+    return True
+
+
+def _first_use(stmts, name: str) -> str | None:
+    """"write" when the first of `stmts` (straight-line Assigns and Moves) referencing tile `name` defines it
+    without reading it, "read" when it reads it, None when none references it."""
+    for x in stmts:
+        if isinstance(x, ir.Assign):
+            reads = any(isinstance(r, ir.Ref) and r.name == name for r in walk(x.value))
+            if reads:
+                return "read"
+            if x.target.name == name:
+                return "write"
+        elif isinstance(x, ir.Move):
+            if x.src.name == name:
+                return "read"
+            if x.dst.name == name:
+                return "write"
+        elif isinstance(x, ir.XReduce) and x.target.name == name:
+            return "read"
+    return None
+
+
+def _flat(stmts) -> list:
+    """Assigns, Moves and XReduces of `stmts` in program order, through loops and both branches of ifs."""
+    out = []
+    for x in stmts:
+        if isinstance(x, (ir.For, ir.Parallel)):
+            out += _flat(x.body)
+        elif isinstance(x, ir.If):
+            out += _flat(x.then) + _flat(x.orelse)
+        elif isinstance(x, (ir.Assign, ir.Move, ir.XReduce)):
+            out.append(x)
+    return out
 
 
 def pipelinable(s: ir.For, through: bool, levels: dict) -> bool:
@@ -112,11 +176,16 @@ def pipelinable(s: ir.For, through: bool, levels: dict) -> bool:
 def slot_depths(s: ir.For, through: bool) -> dict[str, int]:
     """Pipeline slots of the tiles the loop moves: 3 for tiles both loaded and stored, else 2; none for tiles whose
     moved rows advance with the loop variable."""
+    body = unwrap(s, through)[1]
     moves = [(x.dst if x.kind in ("load", "copy") else x.src, "load" if x.kind == "copy" else x.kind)
-             for x in unwrap(s, through)[1] if isinstance(x, ir.Move)]
+             for x in body if isinstance(x, ir.Move)]
     fixed = {r.name for r, _ in moves if not _advancing(r, s.var)}
     loaded = {r.name for r, kind in moves if kind == "load"} & fixed
-    stored = {r.name for r, kind in moves if kind == "store"} & fixed
+    # a tile stored but not written in the loop holds the same data in every iteration: no slots (it was written
+    # before the loop, in slot 0, and storing it while the next iteration runs is no hazard)
+    written = loaded | {a.target.name for x in body for a in ([x] if isinstance(x, ir.Assign) else x.body
+                                                               if _compute_loop(x) else [])}
+    stored = {r.name for r, kind in moves if kind == "store"} & fixed & written
     return {n: 3 if n in loaded and n in stored else 2 for n in loaded | stored}
 
 
@@ -136,8 +205,8 @@ def is_one_trip(f) -> bool:
 
 
 class _Rewriter:
-    def __init__(self, slots: dict[str, int], through: bool, levels: dict):
-        self.slots, self.through, self.levels = slots, through, levels
+    def __init__(self, slots: dict[str, int], through: bool, chosen: set[int]):
+        self.slots, self.through, self.chosen = slots, through, chosen
 
     def block(self, stmts) -> tuple:
         out = []
@@ -154,7 +223,7 @@ class _Rewriter:
             shape = (k,) + tuple(s.type.shape)
             return [dataclasses.replace(s, type=dataclasses.replace(s.type, shape=shape), slots=k)]
         if isinstance(s, ir.For):
-            if pipelinable(s, self.through, self.levels):
+            if id(s) in self.chosen:
                 return self.pipelined(s)
             return [dataclasses.replace(s, body=self.sub(s.body, slot))]
         if isinstance(s, ir.Parallel):
@@ -277,18 +346,6 @@ def _is_mlu(k: ir.Kernel) -> bool:
                 yield s.level
                 yield from levels(s.body)
     return any(lv.family == "mlu" for lv in levels(k.body))
-
-
-def _pipelined_loops(stmts, through, levels):
-    for s in stmts:
-        if isinstance(s, ir.For):
-            if pipelinable(s, through, levels):
-                yield s
-            yield from _pipelined_loops(s.body, through, levels)
-        elif isinstance(s, ir.Parallel):
-            yield from _pipelined_loops(s.body, through, levels)
-        elif isinstance(s, ir.If):
-            yield from _pipelined_loops(s.then + s.orelse, through, levels)
 
 
 def _count_pipelined(f: ir.Func) -> int:

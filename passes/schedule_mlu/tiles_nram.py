@@ -139,7 +139,10 @@ class _Count:
         dst, v = self.opd(a.target), a.value
         if isinstance(v, ir.Reduce):
             src = self.opd(v.arg)
-            if src[0] == "full" and dst[0] == "row" and v.axes == (1,) and src[2] != src[3] and \
+            masked_col = src[0] == "col" and dst[0] == "scalar" and src[2] < src[1]   # a region short of its tile
+            if masked_col:
+                src = src[:3] + (src[1],) + src[4:]   # (its mask: one row of the tile's length)
+            if (masked_col or src[0] == "full" and dst[0] == "row" and v.axes == (1,) and src[2] != src[3]) and \
                     v.op in ("sum", "max", "min"):
                 self.need(0, src[1])
                 self.need(1, src[1])
@@ -152,9 +155,6 @@ class _Count:
             self.binary(dst, BIN[v.fn], self.opd(v.args[0]), self.opd(v.args[1]))
         elif isinstance(v, ir.Call) and v.fn == "select" and len(v.args) == 3:
             ops = [self.opd(x) for x in v.args]
-            if ops[2][0] == "const" and isinstance(v.args[2], ir.Const) and float(v.args[2].value) == 0.0 and \
-                    ops[1][0] != "const":
-                return self.binary(dst, "mul", ops[0], ops[1])
             for j, o in enumerate(ops):
                 if o[0] != dst[0]:
                     self.need(j, dst[1])

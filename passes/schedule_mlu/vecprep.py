@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
+from gir.affine import free_vars
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.tiles_nram import kernel_nram
@@ -79,12 +80,15 @@ class _Prep:
         if not self.hoist:
             return [dataclasses.replace(f, body=body)]
         written = _written(body)
+        bound = {f.var} | _loop_vars(body)   # defined only inside the loop
         hoisted: dict[tuple, ir.Ref] = {}
         before: list = []
 
         def operand(arg, target: ir.Ref):
             if not (isinstance(arg, ir.Const) or (isinstance(arg, ir.Ref) and self._kind(arg) == "col" and
                                                   arg.name not in written)):
+                return arg
+            if (free_vars(arg) | free_vars(target)) & bound:   # a region that moves with the loop
                 return arg
             key = (format_expr(arg), format_ref(target), self.allocs[target.name].type)
             if key not in hoisted:
@@ -115,11 +119,9 @@ class _Prep:
         return before + [dataclasses.replace(f, body=body)]
 
     def _select_broadcasts(self, s: ir.Assign) -> bool:
-        """A select on a full tile that broadcasts an operand (not `select(c, a, 0.0)`: that one is c * a)."""
+        """A select on a full tile (whose operands of other kinds the emitter broadcasts)."""
         v = s.value
         if not (isinstance(v, ir.Call) and v.fn == "select" and len(v.args) == 3):
-            return False
-        if _const(v.args[2], 0.0) and not isinstance(v.args[1], ir.Const):
             return False
         return self._kind(s.target) == "full" and not (s.target.index and isinstance(s.target.index[0], ir.Slice)
                                                         and _nonzero_start(s.target.index[0]))
@@ -137,6 +139,16 @@ class _Prep:
         if len(shape) == 2 and not L.is_rowvec(shape) and index and isinstance(index[0], ir.Slice):
             return "full"
         return "other"
+
+
+def _loop_vars(stmts) -> set[str]:
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, (ir.For, ir.Parallel)):
+            out |= {s.var} | _loop_vars(s.body)
+        elif isinstance(s, ir.If):
+            out |= _loop_vars(s.then + s.orelse)
+    return out
 
 
 def _written(stmts) -> set[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
-from gir.affine import to_affine
+from gir.affine import slice_extent
 from gir.errors import GirError
 from gir.evaluate import _Evaluator
 
@@ -75,10 +75,10 @@ class Region:
 def slice_len(s: ir.Slice, cache: dict) -> int:
     n = cache.get(id(s))
     if n is None:
-        a, b = to_affine(s.start), to_affine(s.stop)
-        if a is None or b is None or not (b - a).is_const:
+        d = slice_extent(s.start, s.stop)
+        if d is None:
             raise GirError("slice length must be a constant", s.loc)
-        n = cache[id(s)] = max(0, -(-(b - a).const // s.step))
+        n = cache[id(s)] = max(0, -(-d // s.step))
     return n
 
 
