@@ -62,7 +62,7 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
         except GirError:
             ctx.remarks.extend(remarks)   # the fallbacks taken before a failure are worth seeing too
             raise
-        if mode == "fused" and len(f.groups) > 1 and len(out.kernels) > 1:
+        if mode == "fused" and len(f.groups) > 1:
             whole_kernels, group_remarks = len(out.kernels), []
             try:
                 groups = by_groups(f, sizes, group_remarks)

@@ -8,7 +8,9 @@ earlier groups) and its outputs (function results or values later groups read, k
 their kernels in dependence order. `choose` keeps the whole-function schedule unless the composition moves fewer
 GDRAM bytes (exact isl counts at the bound sizes, passes/analysis/traffic.py) or avoids a scalar kernel: a
 softmax and a row mean over two unrelated tensors in one function were six op-by-op kernels (3.69x the DMA
-roofline), the composition is the IDFG's two fused groups.
+roofline), the composition is the IDFG's two fused groups; three unrelated row computations that the tile recipe
+made one kernel over the cross product of their row axes (every row of each recomputed and stored once per row
+of the others) are three kernels.
 """
 from __future__ import annotations
 
@@ -76,8 +78,6 @@ def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, g
     scalar_groups = sum(SCALAR in r.message for r in group_remarks)
     if scalar_groups != scalar_whole:
         return (groups, group_remarks, True) if scalar_groups < scalar_whole else (whole, whole_remarks, False)
-    if len(groups.kernels) >= len(whole.kernels):
-        return whole, whole_remarks, False
     try:
         better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)
     except GirError:   # not countable: keep the whole-function schedule
@@ -86,12 +86,17 @@ def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, g
 
 
 def offchip_bytes(f: ir.Func, sizes: dict[str, int]) -> int:
-    """GDRAM bytes (reads and writes) of every kernel of an explicit MLU function, counted with isl."""
-    from gir.passes.analysis.traffic import kernel_traffic
+    """GDRAM bytes (reads and writes) of every kernel of an explicit MLU function, counted with isl (the off-chip
+    accesses only: on-chip ones are most of a kernel's instructions and cost nothing here)."""
+    from gir.passes.analysis import isl_helpers as ih
+    from gir.passes.analysis.access import collect
     total = 0
     for k in f.kernels:
-        t = kernel_traffic(f, k, sizes)
-        total += sum(t.total(level, mode) for level in ("global", "gdram") for mode in ("read", "write"))
+        ki = collect(f, k)
+        for ins in ki.instrs:
+            for acc in ins.accesses:
+                if acc.buf.level.off_chip:
+                    total += ih.count(ki.access_map(ins, acc), ki.params, sizes) * acc.buf.type.dtype.nbytes
     return total
 
 
