@@ -391,7 +391,7 @@ class _KernelEmitter:
         return Opd(like.kind, name, like.length, like.rows, like.pitch, like.cols, like.prow, dtype="f32")
 
     def _mask_full(self, like: Opd) -> str:
-        name = f"colmask_{like.length}_{like.cols}"
+        name = f"colmask_{like.length}_{like.cols}_{like.pitch}"   # (1 for columns < cols of every pitch)
         if (name, like.length) not in self.scratch:
             self.scratch.append((name, like.length))
             self.scratch.append((name + "_row", like.pitch))

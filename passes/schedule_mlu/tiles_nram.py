@@ -146,7 +146,7 @@ class _Count:
                     v.op in ("sum", "max", "min"):
                 self.need(0, src[1])
                 self.need(1, src[1])
-                mask = f"colmask_{src[1]}_{src[2]}"
+                mask = f"colmask_{src[1]}_{src[2]}_{src[3]}"
                 self.scratch[mask] = src[1]
                 self.scratch[mask + "_row"] = src[3]
         elif isinstance(v, ir.BinOp) and v.op in BIN:

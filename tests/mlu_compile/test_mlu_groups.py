@@ -121,3 +121,20 @@ def test_unrelated_row_axes_are_not_crossed():
     whole = schedule_mlu(func, sizes)
     assert len(whole.kernels) == 1 and offchip_bytes(explicit, sizes) * 10 < offchip_bytes(whole, sizes)
     _check_values(func, explicit, sizes)
+
+
+def test_groups_that_cannot_be_composed_say_so():
+    """The tile recipe schedules this function's first group with merged-axis views, which a composition cannot
+    declare: the whole-function schedule stands and a missed remark names why (it was silent)."""
+    text = """func f(x: f32[A, B, C]) -> (y: f32[A, B, C], z: f32[A, B, C]) {
+  r[a] = sum(x[a, b, c])
+  y[a, b, c] = x[a, b, c] - r[a]
+  z[a, b, c] = cumsum(y[a, b, c], c)
+}
+"""
+    sizes = {"A": 5, "B": 6, "C": 7}
+    func, explicit, ctx = _pipeline(text, sizes)
+    missed = [r for r in ctx.remarks if r.kind == "missed" and "were not tried as MLU functions" in r.message]
+    followed = any("follows the IDFG" in r.message for r in ctx.remarks)
+    assert followed or (missed and missed[0].loc is not None)
+    _check_values(func, explicit, sizes)

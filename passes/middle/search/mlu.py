@@ -66,8 +66,11 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
             whole_kernels, group_remarks = len(out.kernels), []
             try:
                 groups = by_groups(f, sizes, group_remarks)
-            except GirError:
+            except Exception as exc:   # noqa: BLE001 - the whole-function schedule stands; the remark says why
                 groups = None
+                why = exc.message if isinstance(exc, GirError) else f"internal error {type(exc).__name__}: {exc}"
+                ctx.remark("schedule", "missed", f"function '{f.name}': the IDFG's {len(f.groups)} fused groups "
+                           f"were not tried as MLU functions of their own ({why})", f.func.loc)
             out, remarks, followed = choose(out, remarks, groups, group_remarks, sizes)
             if followed:
                 ctx.remark("schedule", "passed", f"function '{f.name}': the MLU schedule follows the IDFG's "
