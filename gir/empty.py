@@ -24,7 +24,7 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError
-from gir.walk import fold_sizes
+from gir.walk import fold_sizes, map_children
 
 
 @dataclass
@@ -124,14 +124,7 @@ def _resolve(st, ext, types) -> ir.Expr:
                     # -2^63 has no literal (2^63 does not fit in 64 bits): -(2^63 - 1) - 1
                     return ir.BinOp("-", ir.Const(value + 1, loc=e.loc), ir.Const(1, loc=e.loc), loc=e.loc)
                 return ir.Const(value, loc=e.loc)
-            return dataclasses.replace(e, arg=visit(e.arg))
-        if isinstance(e, ir.BinOp):
-            return dataclasses.replace(e, lhs=visit(e.lhs), rhs=visit(e.rhs))
-        if isinstance(e, ir.UnOp):
-            return dataclasses.replace(e, operand=visit(e.operand))
-        if isinstance(e, ir.Call):
-            return dataclasses.replace(e, args=tuple(visit(a) for a in e.args))
-        return e
+        return map_children(e, visit)
 
     def skip(e):   # keep the preorder numbering of the reductions inside a replaced one
         counter[0] += sum(1 for x in _walk(e) if isinstance(x, ir.Reduce))

@@ -52,11 +52,12 @@ def map_expr(e, fn: Callable):
     """Rebuild `e` bottom-up: children first, then `fn(node)` (return the node itself to keep it)."""
     if isinstance(e, ir.Slice):   # slices are not expressions: their parts are mapped, no fn
         return dataclasses.replace(e, start=map_expr(e.start, fn), stop=map_expr(e.stop, fn))
-    return fn(_map_children(e, lambda x: map_expr(x, fn)))
+    return fn(map_children(e, lambda x: map_expr(x, fn)))
 
 
-def _map_children(e, f: Callable):
-    """`e` with `f` applied to each child expression (a Ref kept as it is when its indices are unchanged)."""
+def map_children(e, f: Callable):
+    """`e` with `f` applied to each child expression (a Ref kept as it is when its indices are unchanged): the one
+    child-rebuilding step of map_expr, map_expr_pre and the visitors that decide per node (gir/empty.py)."""
     if isinstance(e, ir.Ref):
         index = tuple(f(i) for i in e.index)
         return e if index == e.index else dataclasses.replace(e, index=index)
@@ -81,4 +82,4 @@ def map_expr_pre(e, fn: Callable):
     """Rebuild `e` top-down: `fn(node)` first; a node `fn` replaces is not descended into, the others are rebuilt
     from their mapped children (children in preorder: the order of `walk` and `reductions_preorder`)."""
     y = fn(e)
-    return y if y is not e else _map_children(e, lambda x: map_expr_pre(x, fn))
+    return y if y is not e else map_children(e, lambda x: map_expr_pre(x, fn))

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.passes.builtin.exprs import var_names
-from gir.passes.schedule.tiles import TileKernel, tile_vector_width
+from gir.passes.schedule.tiles import TileKernel
+from gir.passes.schedule.tiles_layout import tile_vector_width
 from gir.passes.schedule.tiles_plan import TileAnalysis, TileConfig, Unsupported
 
 SECTOR = 32

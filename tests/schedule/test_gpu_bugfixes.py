@@ -94,7 +94,7 @@ def test_emitted_max_min_are_nan_propagating(target):
 
 # ---------------------------------------------------------------------------------------------- vector widths
 def test_tile_vector_width_is_a_valid_power_of_two():
-    from gir.passes.schedule.tiles import tile_vector_width
+    from gir.passes.schedule.tiles_layout import tile_vector_width
     from gir.verify_kernel import VEC_WIDTHS
     for nbytes in (1, 2, 4, 8):
         for width in range(1, 70):
