@@ -8,19 +8,12 @@ from gir.errors import GirError
 from gir.shapes import func_info
 from gir.verifier import verify_module
 from gir.walk import fold_sizes
-from gir.passes.schedule_mlu.colreduce import colreduce_func
 from gir.passes.schedule_mlu.fallback import scalar_kernel
-from gir.passes.schedule_mlu.groupnorm import groupnorm_items
 from gir.passes.schedule_mlu.opbyop import statement_items
-from gir.passes.schedule_mlu.extended import schedule_extended
-from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from gir.passes.schedule_mlu.longrows import longrows_kernel
-from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
+from gir.passes.schedule_mlu.placement import NoTileFits
+from gir.passes.schedule_mlu.recipes import RECIPES, Setting, best, describe, missed as _missed, search
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
 from gir.passes.schedule_mlu.vecprep import prepare_kernels
-from gir.passes.schedule_mlu.reverse import reverse_func
-from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
-from gir.passes.schedule_mlu.tiles import prefer_tiles, tile_schedule
-from gir.passes.schedule_mlu.transpose import permute_func
 
 MODES = ("fused", "opbyop", "scalar")
 
@@ -64,11 +57,14 @@ def _refs(e):
 
 
 def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allow_sram: bool = True,
-                 tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024, remarks: list | None = None) -> ir.Func:
+                 tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024, remarks: list | None = None,
+                 choices: list | None = None) -> ir.Func:
     """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model.
     `nram`: the NRAM bytes the schedules may plan for (smaller values force chunked long rows in tests).
     `remarks`: a list that receives a located missed `gir.passes.remarks.Remark` for every slower fallback
-    taken in `mode="fused"` (a function split op by op, chunked long rows, a statement left as a scalar kernel)."""
+    taken in `mode="fused"` (a function split op by op, chunked long rows, a statement left as a scalar kernel).
+    `choices`: a list that receives one line per search over the recipes (recipes.describe: the winner, its
+    estimate and the other candidates'), for the pass's analysis remarks."""
     from gir.limits import refuse_empty_tensors, refuse_f64
     from gir.passes.analysis.index_bounds import clamp_func
     from gir.passes.builtin.argreduce import lower_arg_reductions
@@ -80,12 +76,12 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
     try:
-        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks)
+        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices)
     except NoTileFits as e:
         raise GirError(f"function '{func.name}': {e.message}", func.loc) from None
 
 
-def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None) -> ir.Func:
+def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None) -> ir.Func:
     from gir.passes.schedule_mlu.scan import has_scan, scan_items
     full = specialize(func, sizes)
     # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
@@ -95,7 +91,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     info = func_info(spec)
     types = dict(info.types)
     items: list = []
-    tiled = None
+    chosen = None
     if has_scan(spec):   # one pipelined kernel per scan statement (passes/schedule_mlu/scan.py)
         if len(info.stmts) == 1:
             items.extend(scan_items(spec, info, tasks, remarks))
@@ -106,57 +102,34 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
                                  "(scans are not fused with other statements), intermediates go through GDRAM",
                         func.loc)
             mode = "opbyop"
-    if mode == "fused":
-        try:
-            model = analyze_rows(spec, {})
-            try:
-                pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows, nram=nram)
-                items.append(lower_rows(model, RowPlan(pl.rows, tasks, pl.sram), f"{func.name}_mlu"))
-            except NoTileFits:   # rows longer than NRAM: chunked passes (longrows.py)
-                items.append(longrows_kernel(model, f"{func.name}_mlu", tasks, nram))
-                _missed(remarks, f"rows of {model.n} elements of '{func.name}' do not fit NRAM: chunked passes "
-                                 "read the input more than once (up to 1.5x the compulsory traffic)", func.loc)
-        except NotRowModel as why:
-            reason = str(why)
-            try:
-                items.extend(colreduce_func(spec, info, tasks))
-            except NotRowModel:
-                try:   # permutations, then axis reversals (passes/schedule_mlu/reverse.py)
-                    items.extend(_permute_or_reverse(spec, info, tasks, nram, allow_sram, max_rows))
-                except NotRowModel:
-                    try:   # scalar reductions, index values, rank > 2 rows (passes/schedule_mlu/extended.py)
-                        if _views_ok() and prefer_tiles(spec, info):   # ... unless it would re-read a slab
-                            try:
-                                tiled = tile_schedule(spec, info, tasks, nram, remarks, allow_sram, max_rows,
-                                                      _views_ok())
-                            except NotRowModel:
-                                pass
-                        if tiled is None:
-                            items.extend(schedule_extended(spec, info, tasks, allow_sram, max_rows))
-                    except NotRowModel:
-                        try:   # group normalisation: [CG, HW] tiles per (n, g) (passes/schedule_mlu/groupnorm.py)
-                            items.extend(groupnorm_items(spec, info, tasks, nram))
-                        except NotRowModel:
-                            try:   # the general tile recipe (passes/schedule_mlu/tiles.py)
-                                tiled = tile_schedule(spec, info, tasks, nram, remarks, allow_sram, max_rows,
-                                                      _views_ok())
-                            except NotRowModel as why_tiles:
-                                reason += f"; tile recipe: {why_tiles}"
-                                mode = "opbyop"
-                                if len(info.stmts) > 1:
-                                    _missed(remarks, f"function '{func.name}' is not fused on the MLU: no fused "
-                                                     f"schedule covers it as a whole (row model: {reason}); each "
-                                                     "statement is its own kernel, intermediates go through GDRAM",
-                                            func.loc)
+    if mode == "fused":   # every MLU recipe is a candidate, ranked by the cost model (recipes.py)
+        setting = Setting(f"{func.name}_mlu", tasks, nram, allow_sram, max_rows, _views_ok())
+        found = search(full, spec, info, setting, _compulsory(spec))
+        pick = best(found.candidates)
+        if pick is not None:
+            chosen = pick.config
+            if remarks is not None:
+                remarks.extend(pick.estimate["remarks"])
+            if choices is not None:
+                choices.append(describe(pick, found.candidates))
+        elif found.no_fit is not None:
+            raise found.no_fit
+        else:
+            mode = "opbyop"
+            if len(info.stmts) > 1:
+                _missed(remarks, f"function '{func.name}' is not fused on the MLU: no fused schedule covers it as "
+                                 f"a whole ({'; '.join(found.why_not)}); each statement is its own kernel, "
+                                 "intermediates go through GDRAM", func.loc)
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
-        for single in (lambda: colreduce_func(spec, info, tasks), lambda: _permute_or_reverse(spec, info, tasks, nram,
-                                                                                             allow_sram, max_rows)):
-            try:
-                items.extend(single())
-                mode = "done"
-                break
-            except NotRowModel:
-                pass
+        setting = Setting(f"{func.name}_mlu", tasks, nram, allow_sram, max_rows, False)
+        for r in RECIPES:
+            if r.name in ("columns", "permute"):
+                try:
+                    items.extend(r.build(spec, info, setting, None))
+                    mode = "done"
+                    break
+                except NotRowModel:
+                    pass
     if mode in ("opbyop", "scalar"):
         results = {p.name for p in spec.results}
         for k, st in enumerate(info.stmts):
@@ -173,15 +146,19 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
                                      "typically thousands of times slower than the DMA roofline): no vector "
                                      "schedule covers it", st.stmt.loc or func.loc)
             items.extend(_located(x, st.stmt.loc or func.loc) for x in kernel)
-    if tiled is not None:   # the tile recipe's kernels, its tensors possibly viewed with merged axes
-        items = list(tiled.body)
-        viewed = {p.name: p for p in tiled.params + tiled.results}
-        full = dataclasses.replace(full, params=tuple(viewed.get(p.name, p) for p in full.params),
-                                   results=tuple(viewed.get(p.name, p) for p in full.results))
-    items = prepare_kernels(items, nram)   # hoisted invariant broadcasts, select(c, 1, 0) as c != 0 (vecprep.py)
-    out = dataclasses.replace(full, body=tuple(_located(x, func.loc) for x in items))
+    if chosen is not None:   # the search's function: prepared kernels, tensors possibly viewed with merged axes
+        out = dataclasses.replace(chosen, body=tuple(_located(x, func.loc) for x in chosen.body))
+    else:
+        items = prepare_kernels(items, nram)   # hoisted invariant broadcasts, select(c, 1, 0) as c != 0 (vecprep.py)
+        out = dataclasses.replace(full, body=tuple(_located(x, func.loc) for x in items))
     verify_module(ir.Module((out,)))
     return out
+
+
+def _compulsory(spec: ir.Func) -> int:
+    """Bytes of every input read once and every output written once (the DMA roofline's numerator)."""
+    import math
+    return sum(math.prod(p.type.shape) * p.type.dtype.nbytes for p in spec.params + spec.results)
 
 
 def _views_ok() -> bool:
@@ -189,20 +166,6 @@ def _views_ok() -> bool:
     one statement (opbyop.py), whose caller keeps only the kernels and declares the tensors as they are."""
     from gir.passes.schedule_mlu.opbyop import _ACTIVE
     return not _ACTIVE
-
-
-def _missed(remarks, message: str, loc) -> None:
-    if remarks is not None:
-        from gir.passes.remarks import Remark
-        remarks.append(Remark("schedule-mlu", "missed", message, loc))
-
-
-def _permute_or_reverse(spec, info, tasks, nram, allow_sram=True, max_rows=64) -> list:
-    """Permutations, then axis reversals and element-wise compute on column reversals (reverse.py)."""
-    try:
-        return permute_func(spec, info, tasks)
-    except NotRowModel:
-        return reverse_func(spec, info, tasks, nram, allow_sram, max_rows)
 
 
 def _located(node, loc):

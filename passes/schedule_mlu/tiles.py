@@ -333,20 +333,3 @@ def tile_schedule(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, 
                               f"{tasks} cores: the others idle (a unit holds all {t.n_rows} rows its statistics "
                               "need)", spec.loc))
     return dataclasses.replace(flat, body=tuple(items))
-
-
-def prefer_tiles(spec: ir.Func, info) -> bool:
-    """Whether the tile recipe goes before the rank > 2 row view (extended.py): when that view would read an
-    `[S, N]` operand shared by all units as a slab per tile (`y[a, b, c, d] = x[a, b, c, d] * w[c, d]`: 1.5x
-    the compulsory traffic in tiles of S rows), where merging axes gives per-column vectors read once."""
-    from gir.passes.schedule_mlu.fullreduce import split_scalar
-    from gir.passes.schedule_mlu.indexops import rewrite_index_values
-    from gir.shapes import func_info
-    try:
-        main, reds, _ = split_scalar(spec, info)
-        if reds or not main.body:
-            return False
-        _, ix = rewrite_index_values(main, func_info(main))
-        return bool(ix.shared)
-    except (NotRowModel, GirError):
-        return False

@@ -58,14 +58,16 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
             ctx.remark("schedule", "missed", f"function '{f.name}' was not fused (the pipeline has no 'fuse'): "
                        "each statement is its own MLU kernel, intermediates go through GDRAM", f.func.loc)
         try:
-            out = schedule_mlu(f.func, sizes, mode=mode, remarks=remarks)
+            choices: list = []
+            out = schedule_mlu(f.func, sizes, mode=mode, remarks=remarks, choices=choices)
         except GirError:
             ctx.remarks.extend(remarks)   # the fallbacks taken before a failure are worth seeing too
             raise
         if mode == "fused" and len(f.groups) > 1:
             whole_kernels, group_remarks = len(out.kernels), []
             try:
-                groups = by_groups(f, sizes, group_remarks)
+                group_choices: list = []
+                groups = by_groups(f, sizes, group_remarks, group_choices)
             except Exception as exc:   # noqa: BLE001 - the whole-function schedule stands; the remark says why
                 groups = None
                 why = exc.message if isinstance(exc, GirError) else f"internal error {type(exc).__name__}: {exc}"
@@ -73,10 +75,13 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
                            f"were not tried as MLU functions of their own ({why})", f.func.loc)
             out, remarks, followed = choose(out, remarks, groups, group_remarks, sizes)
             if followed:
+                choices = group_choices
                 ctx.remark("schedule", "passed", f"function '{f.name}': the MLU schedule follows the IDFG's "
                            f"{len(f.groups)} fused groups ({len(out.kernels)} kernel(s) instead of {whole_kernels} "
                            "for the function as a whole)", f.func.loc)
         ctx.remarks.extend(remarks)
+        for line in choices:   # the search over the MLU recipes (passes/schedule_mlu/recipes.py)
+            ctx.remark("schedule", "analysis", f"function '{f.name}': {line}", f.func.loc)
         ctx.bump("schedule.kernels", len(out.kernels))
         funcs.append(out)
     return ir.Module(tuple(funcs), loc=graph.loc)

@@ -5,8 +5,9 @@ does they fall back statement by statement (one kernel per statement, intermedia
 kernels. The IDFG already knows better groups: `fuse` proved which statements share teams. This candidate hands
 the strategies one function per group -- the group's statements, its inputs (function parameters or values of
 earlier groups) and its outputs (function results or values later groups read, kept in GDRAM) -- and composes
-their kernels in dependence order. `choose` keeps the whole-function schedule unless the composition moves fewer
-GDRAM bytes (exact isl counts at the bound sizes, passes/analysis/traffic.py) or avoids a scalar kernel: a
+their kernels in dependence order. `choose` keeps the whole-function schedule unless the MLU cost model
+(passes/schedule_mlu/cost.py, the estimate that ranks the recipes) says the composition is faster or it avoids a
+scalar kernel: a
 softmax and a row mean over two unrelated tensors in one function were six op-by-op kernels (3.69x the DMA
 roofline), the composition is the IDFG's two fused groups; three unrelated row computations that the tile recipe
 made one kernel over the cross product of their row axes (every row of each recomputed and stored once per row
@@ -23,7 +24,7 @@ from gir.walk import walk
 SCALAR = "runs as a scalar MLU kernel"
 
 
-def by_groups(g, sizes: dict[str, int], remarks: list) -> ir.Func | None:
+def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = None) -> ir.Func | None:
     """The composition of the strategies' schedules of `g`'s groups (a `FuncGraph` fused into two or more
     groups), or None when it does not apply (one group, reshape views, groups without a dependence order)."""
     from gir.passes.schedule_mlu import schedule_mlu
@@ -57,7 +58,7 @@ def by_groups(g, sizes: dict[str, int], remarks: list) -> ir.Func | None:
                       tuple(params.get(n) or ir.Param(n, g.types[n], loc=func.loc) for n in inputs),
                       tuple(results.get(n) or ir.Param(n, g.types[n], loc=func.loc) for n in outputs),
                       tuple(assigns[i] for i in stmts), loc=func.loc)
-        done = schedule_mlu(sub, sizes, remarks=remarks)
+        done = schedule_mlu(sub, sizes, remarks=remarks, choices=choices)
         crossing.update({p.name: p.type for p in done.results if p.name not in results})
         items.extend(done.body)
     allocs = [ir.Alloc(n, t, ir.Level.gdram, loc=func.loc) for n, t in crossing.items()]
@@ -69,7 +70,8 @@ def by_groups(g, sizes: dict[str, int], remarks: list) -> ir.Func | None:
 def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, group_remarks: list,
            sizes: dict[str, int]) -> tuple[ir.Func, list, bool]:
     """(schedule, its remarks, whether it is the group composition): the whole-function schedule unless the
-    composition avoids its scalar kernels or moves fewer GDRAM bytes (2% margin)."""
+    composition avoids its scalar kernels or the MLU cost model (passes/schedule_mlu/cost.py) estimates it more
+    than recipes.TIE faster; when either is not estimable, the one that moves fewer GDRAM bytes (2% margin)."""
     if groups is None:
         return whole, whole_remarks, False
     if whole is None:
@@ -78,10 +80,15 @@ def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, g
     scalar_groups = sum(SCALAR in r.message for r in group_remarks)
     if scalar_groups != scalar_whole:
         return (groups, group_remarks, True) if scalar_groups < scalar_whole else (whole, whole_remarks, False)
+    from gir.passes.schedule_mlu.cost import estimate
+    from gir.passes.schedule_mlu.recipes import TIE
     try:
-        better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)
-    except GirError:   # not countable: keep the whole-function schedule
-        better = False
+        better = estimate(groups).seconds < (1.0 - TIE) * estimate(whole).seconds
+    except (GirError, ValueError, KeyError):
+        try:
+            better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)
+        except GirError:   # not countable: keep the whole-function schedule
+            better = False
     return (groups, group_remarks, True) if better else (whole, whole_remarks, False)
 
 

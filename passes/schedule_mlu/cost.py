@@ -1,0 +1,338 @@
+"""The MLU cost model: a static estimate of an explicit MLU function's time on a machine description.
+
+The search over MLU recipes (recipes.py) and the choice between a whole-function schedule and the IDFG's groups
+(passes/middle/search/mlu_groups.py) rank candidates by this estimate, as the GPU search ranks its recipes by
+passes/schedule/cost.py. It reads only the explicit GIR and the machine description (passes/machines/mlu370.json),
+mirroring the simulator's timing model (targets/mlu/timing.py) at the level of instructions:
+
+* every task (each point of the kernel's `@cluster` / `@core` parallel loops) is walked with its index bound,
+  loops multiply their bodies by their trip counts (a body whose cost depends on the loop variable -- a tail tile,
+  a prologue condition -- is the mean of its first and last iterations), `if`s whose conditions are index
+  expressions take their branch;
+* a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
+  traffic counted in `dma_granularity` segments, at min(core DMA port, GDRAM bandwidth / busy tasks);
+* a compute statement costs one vector op per operation of its expression (`vector_op_cycles` to issue plus
+  128-byte units x the class's cycles: simple, div, special, reduce, convert -- the classes of workcount.py);
+  an operation on a single element costs `scalar_cycles` on the control thread instead;
+* `sync @cluster` and all-core syncs cost their barrier cycles;
+* a task's time is max(IO, compute + scalar) when the kernel's loops can overlap loads with compute (the
+  software-pipeline pass runs after the schedule) and the sum otherwise; a kernel takes its slowest task.
+
+It is an estimate for ranking: differences of a few percent are noise (recipes.TIE), large ones (a kernel that
+runs on one core of 32, one vector op per row instead of per tile, a slab read twice) are what it must see.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gir import ir
+from gir.affine import eval_int, free_vars
+from gir.walk import map_children, walk
+from gir.passes.machines import MLU370, MluMachine
+from gir.passes.schedule_mlu.swpipe import is_one_trip
+from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
+
+_CASTS = {d.value for d in ir.DType}
+
+
+@dataclass
+class TaskCost:
+    io: float = 0.0          # cycles of the IO pipe, GDRAM bytes not included (see `pipes`)
+    compute: float = 0.0     # cycles of the compute pipe
+    scalar: float = 0.0      # cycles of the control thread
+    gdram: float = 0.0       # GDRAM bytes moved
+    time: float = 0.0        # cycles of the task, pipes overlapped where the loops let them
+
+    def pipes(self, gdram_rate: float) -> tuple[float, float]:
+        """(IO cycles, compute + scalar cycles) with the GDRAM bytes at `gdram_rate` bytes per cycle."""
+        return self.io + self.gdram / gdram_rate, self.compute + self.scalar
+
+    def add(self, other: "TaskCost", k: float = 1.0) -> None:
+        self.io += k * other.io
+        self.compute += k * other.compute
+        self.scalar += k * other.scalar
+        self.gdram += k * other.gdram
+        self.time += k * other.time
+
+
+@dataclass
+class KernelCost:
+    name: str
+    seconds: float
+    tasks: int
+    busy_tasks: int
+    io: float                # cycles of the slowest task's pipes
+    compute: float
+    scalar: float
+    gdram: float             # bytes, all tasks
+
+
+@dataclass
+class Estimate:
+    seconds: float
+    gdram_bytes: float
+    kernels: list[KernelCost] = field(default_factory=list)
+
+    def text(self) -> str:
+        return (f"{self.seconds * 1e6:.1f} us estimated ({len(self.kernels)} kernel(s), "
+                f"{self.gdram_bytes / 1e6:.1f} MB of GDRAM traffic)")
+
+
+def estimate(func: ir.Func, machine: MluMachine = MLU370, overlap: bool = True) -> Estimate:
+    """The estimated time of every kernel of the explicit MLU function `func` (sizes specialised), in order."""
+    types = {p.name: (p.type, ir.Level.gdram) for p in func.params + func.results}
+    for item in func.body:
+        if isinstance(item, ir.Alloc):
+            types[item.name] = (item.type, item.level)
+    kernels = [_kernel(k, dict(types), machine, overlap) for k in func.body if isinstance(k, ir.Kernel)]
+    return Estimate(sum(k.seconds for k in kernels), sum(k.gdram for k in kernels), kernels)
+
+
+def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCost:
+    tasks: list[tuple[dict, tuple]] = []
+    _tasks(k.body, {}, tasks)
+    n = max(1, len(tasks))
+    for a in _all_stmts(k.body):
+        if isinstance(a, ir.Alloc):
+            types[a.name] = (a.type, a.level)
+    # two walks: the first measures how many tasks share the GDRAM bandwidth (each capped by its core's DMA
+    # port): the bytes of all tasks over those of the busiest (32 tasks with equal shares: 32; one task with all
+    # the bytes: 1; a tail of units -- 20 tasks with 3, 12 with 2 -- 28: the tasks with more units get more
+    # bandwidth once the others are done); the second times every task at that share
+    movers = n
+    for _ in range(2):
+        rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / movers)
+        walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units")
+        costs = []
+        for env, body in tasks:
+            c = TaskCost()
+            walker.block(body, env, c)
+            costs.append(c)
+        movers = max(1.0, sum(c.gdram for c in costs) / max(1.0, max((c.gdram for c in costs), default=1.0)))
+    times = [c.time for c in costs] or [0.0]
+    slow = costs[times.index(max(times))] if costs else TaskCost()
+    busy = sum(1 for c in costs if c.time > 0)
+    return KernelCost(k.name, max(times) / m.clock_hz, n, busy, slow.pipes(rate)[0], slow.compute, slow.scalar,
+                      sum(c.gdram for c in costs))
+
+
+def _tasks(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
+    """(index environment, body) of every task: the points of the @cluster / @core parallel loops. Statements of
+    an outer level (a cluster's SRAM loads before its cores start) are counted in each task under it: its cores
+    wait for them."""
+    pars = [s for s in body if isinstance(s, ir.Parallel) and s.level in (ir.ParLevel.cluster, ir.ParLevel.core)]
+    rest = outer + tuple(s for s in body if not isinstance(s, ir.Alloc) and s not in pars)
+    if not pars:
+        if rest:
+            out.append((env, rest))
+        return
+    for p in pars:
+        for v in range(eval_int(p.lo, env), eval_int(p.hi, env)):
+            _tasks(p.body, {**env, p.var: v}, out, rest)
+
+
+def _all_stmts(body):
+    for s in body:
+        yield s
+        for sub in (getattr(s, "body", ()), getattr(s, "then", ()), getattr(s, "orelse", ())):
+            yield from _all_stmts(sub)
+
+
+class _Walker:
+    def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool):
+        # through: a `pipeline=units` kernel, whose work-unit loop is pipelined through the one-trip loops that
+        # decode a unit's indices (swpipe.py)
+        self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
+        self.memo: dict = {}
+
+    def block(self, body, env: dict, c: TaskCost) -> None:
+        for s in body:
+            getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
+
+    def stmt_other(self, s, env, c) -> None:   # Alloc and anything that costs nothing
+        pass
+
+    def stmt_Kernel(self, s, env, c) -> None:
+        self.block(s.body, env, c)
+
+    def stmt_Parallel(self, s, env, c) -> None:   # inner parallel levels: walked like loops
+        self.stmt_For(ir.For(s.var, s.lo, s.hi, s.body), env, c)
+
+    def stmt_For(self, s: ir.For, env, c) -> None:
+        lo, hi = _int(s.lo, env), _int(s.hi, env)
+        if lo is None or hi is None:
+            return
+        trips = max(0, -(-(hi - lo) // s.step))
+        if trips == 0:
+            return
+        depends = s.var in self._vars(s)
+        first = TaskCost()
+        self.block(s.body, {**env, s.var: lo}, first)
+        body = first
+        if depends and trips > 1:
+            last = TaskCost()
+            self.block(s.body, {**env, s.var: lo + (trips - 1) * s.step}, last)
+            body = TaskCost()
+            body.add(first, 0.5)
+            body.add(last, 0.5)
+        time = body.time * trips
+        if self.overlap and trips > 1 and self._pipelined(s):
+            # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
+            io, work = body.pipes(self.rate)
+            time = trips * max(io, work) + min(io, work)
+        c.add(body, trips)
+        c.time += time - body.time * trips
+
+    def _pipelined(self, s: ir.For) -> bool:
+        """A tile loop the software-pipeline pass rewrites: GDRAM moves and vector compute directly in its body
+        (or in the one-trip loops of a `pipeline=units` kernel's work-unit loop)."""
+        body = list(s.body)
+        while self.through and len(body) == 1 and is_one_trip(body[0]):
+            body = list(body[0].body)
+        moves = any(isinstance(x, ir.Move) and (self.types[x.src.name][1].off_chip or
+                                                 self.types[x.dst.name][1].off_chip) for x in body)
+        return moves and any(isinstance(x, ir.Assign) for x in body)
+
+    def _vars(self, s: ir.For) -> set[str]:
+        key = id(s)
+        if key not in self.memo:
+            names: set[str] = set()
+            for x in _all_stmts(s.body):
+                for e in _exprs(x):
+                    names |= free_vars(e)
+            self.memo[key] = (s, names)
+        return self.memo[key][1]
+
+    def stmt_If(self, s: ir.If, env, c) -> None:
+        taken = _truth(s.cond, env)
+        if taken is None:   # a data-dependent condition: the costlier branch
+            a, b = TaskCost(), TaskCost()
+            self.block(s.then, env, a)
+            self.block(s.orelse, env, b)
+            c.add(a if a.time >= b.time else b)
+        else:
+            self.block(s.then if taken else s.orelse, env, c)
+
+    def stmt_Sync(self, s: ir.Sync, env, c) -> None:
+        cycles = 0.0 if s.level == ir.ParLevel.core else \
+            self.m.sync_cluster_cycles if s.level == ir.ParLevel.cluster else self.m.sync_all_cycles
+        c.scalar += cycles
+        c.time += cycles
+
+    def stmt_Move(self, s: ir.Move, env, c) -> None:
+        m = self.m
+        (_, dlevel), (st, slevel) = self.types[s.dst.name], self.types[s.src.name]
+        counts = _extents(s.src, st, env)
+        elems = math.prod(counts)
+        if elems <= 0:
+            return
+        nbytes = elems * st.dtype.nbytes
+        if dlevel.off_chip or slevel.off_chip:
+            seg = counts[-1] * st.dtype.nbytes if counts else st.dtype.nbytes
+            moved = (elems // max(1, counts[-1] if counts else 1)) * _round_up(seg, m.dma_granularity)
+            cycles = m.gdram_latency_cycles
+            c.gdram += moved
+            c.time += moved / self.rate
+        elif ir.Level.sram in (dlevel, slevel):
+            cycles = m.sram_latency_cycles + nbytes / m.bytes_per_cycle(m.sram_bandwidth / m.cores_per_cluster)
+        else:
+            cycles = m.move_latency_cycles + nbytes / m.bytes_per_cycle(m.nram_move_bandwidth)
+        c.io += cycles
+        c.time += cycles
+
+    def stmt_Assign(self, s: ir.Assign, env, c) -> None:
+        t, _ = self.types.get(s.target.name, (None, None))
+        if t is None:
+            return
+        ops: list[tuple[str, int]] = []
+        _ops(s.value, math.prod(_extents(s.target, t, env)), self.types, env, ops)
+        for cls, n in ops:
+            if n <= 1:
+                c.scalar += self.m.scalar_cycles
+                c.time += self.m.scalar_cycles
+                continue
+            units = math.ceil(n * t.dtype.nbytes / self.m.vector_unit_bytes)
+            cycles = self.m.vector_op_cycles + units * self.m.op_class_cycles(cls)
+            c.compute += cycles
+            c.time += cycles
+
+    def stmt_XReduce(self, s: ir.XReduce, env, c) -> None:
+        c.scalar += self.m.sync_cluster_cycles
+        c.time += self.m.sync_cluster_cycles
+
+
+def _ops(e, elems: int, types: dict, env: dict, out: list) -> None:
+    """(cost class, elements) of every vector operation of a compute expression over `elems` elements; the
+    operations under a reduction run over its operand's region."""
+    if isinstance(e, (ir.Ref, ir.Const, ir.Var)):
+        return
+    if isinstance(e, ir.Reduce):
+        arg = next((x for x in walk(e.arg) if isinstance(x, ir.Ref)), None)
+        if arg is not None and arg.name in types:
+            elems = math.prod(_extents(arg, types[arg.name][0], env))
+        out.append(("reduce", elems))
+    elif isinstance(e, ir.Call):
+        out.append(("convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else
+                    "div" if e.fn in DIV else "simple", elems))
+    else:
+        out.append(("div" if getattr(e, "op", "") in DIV else "simple", elems))
+    map_children(e, lambda x: _ops(x, elems, types, env, out) or x)
+
+
+def _extents(r: ir.Ref, t: ir.TensorType, env: dict) -> list[int]:
+    """Elements per dimension of the region `r` (an index: 1; a full tensor reference: its shape)."""
+    if not r.index:
+        return [d if isinstance(d, int) else 1 for d in t.shape]
+    out = []
+    for i in r.index:
+        if isinstance(i, ir.Slice):
+            a, b = _int(i.start, env), _int(i.stop, env)
+            out.append(0 if a is None or b is None else max(0, -(-(b - a) // max(1, i.step))))
+        else:
+            out.append(1)
+    return out
+
+
+def _int(e, env: dict) -> int | None:
+    try:
+        return eval_int(e, env)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _truth(e, env: dict) -> bool | None:
+    if isinstance(e, ir.BinOp) and e.op in _CMP:
+        a, b = _int(e.lhs, env), _int(e.rhs, env)
+        return None if a is None or b is None else _CMP[e.op](a, b)
+    if isinstance(e, ir.BinOp) and e.op in ("and", "or"):
+        a, b = _truth(e.lhs, env), _truth(e.rhs, env)
+        if a is None or b is None:
+            return None
+        return (a and b) if e.op == "and" else (a or b)
+    if isinstance(e, ir.UnOp) and e.op == "not":
+        a = _truth(e.operand, env)
+        return None if a is None else not a
+    v = _int(e, env)
+    return None if v is None else v != 0
+
+
+def _exprs(s):
+    """The expressions of a statement whose values decide costs: loop bounds, conditions, regions."""
+    if isinstance(s, (ir.For, ir.Parallel)):
+        return [s.lo, s.hi]
+    if isinstance(s, ir.If):
+        return [s.cond]
+    if isinstance(s, ir.Move):
+        return [s.dst, s.src]
+    if isinstance(s, ir.Assign):
+        return [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
+    return []
+
+
+def _round_up(n: int, k: int) -> int:
+    return -(-n // k) * k

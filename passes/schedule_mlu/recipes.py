@@ -1,0 +1,175 @@
+"""The search over MLU recipes: every recipe that maps a function is a candidate, ranked by the MLU cost model.
+
+A recipe turns a function (sizes specialised) into MLU kernels or says why it cannot (`NotRowModel` with the
+reason). The recipes, in order of preference on ties:
+
+| recipe | what it maps (module) |
+|---|---|
+| rows | rows of independent work: NRAM tiles of R rows placed by z3, chunked passes when a row exceeds NRAM (rowmodel.py, placement.py, lower_rows.py, longrows.py) |
+| columns | reductions over a leading or middle axis, partial sums per core (colreduce.py) |
+| permute | axis permutations (transpose.py) and reversals (reverse.py) |
+| extended | scalar reductions, index values, rank > 2 rows viewed as 2-D (extended.py) |
+| groupnorm | statistics per group of channels, [CG, HW] tiles (groupnorm.py) |
+| tiles | the general tile recipe: merged-axis views, slabs, interleaved pairs (tiles.py) |
+
+Every recipe is tried; each candidate is a `Candidate` of the shared search (passes/middle/search/candidate.py)
+with a `Decision` record and the estimate of passes/schedule_mlu/cost.py. `best` keeps the first candidate in the
+order above unless a later one is estimated more than TIE faster (a rank > 2 view that would read a shared
+operand once per tile loses to the tile recipe's merged axes; a tile schedule that leaves cores idle loses to
+the row model). The scheduler (schedule.py) takes the winner, reports it as an analysis remark, and falls back to
+the op-by-op program only when no recipe maps the function.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+from gir import ir
+from gir.errors import GirError
+from gir.passes.middle.search.candidate import Candidate
+from gir.passes.middle.search.decision import Decision
+from gir.passes.schedule_mlu.cost import estimate
+from gir.passes.schedule_mlu.placement import NoTileFits
+from gir.passes.schedule_mlu.rowmodel import NotRowModel
+
+TIE = 0.02   # estimates closer than this are ties: the earlier recipe wins
+
+
+@dataclass
+class Setting:
+    """What every recipe is built for."""
+    name: str                     # kernel name prefix
+    tasks: int
+    nram: int
+    allow_sram: bool
+    max_rows: int
+    views: bool                   # tensors may be viewed with merged axes (not inside the op-by-op baseline)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    build: Callable   # (spec, info, Setting, remarks) -> list of function items | ir.Func (viewed tensors)
+
+
+def _rows(spec, info, st: Setting, remarks) -> list:
+    from gir.passes.schedule_mlu.longrows import longrows_kernel
+    from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+    from gir.passes.schedule_mlu.placement import solve_placement
+    from gir.passes.schedule_mlu.rowmodel import analyze_rows
+    model = analyze_rows(spec, {})
+    try:
+        pl = solve_placement(model, tasks=st.tasks, allow_sram=st.allow_sram, max_rows=st.max_rows, nram=st.nram)
+        return [lower_rows(model, RowPlan(pl.rows, st.tasks, pl.sram), st.name)]
+    except NoTileFits:   # rows longer than NRAM: chunked passes (longrows.py)
+        kernel = longrows_kernel(model, st.name, st.tasks, st.nram)
+        missed(remarks, f"rows of {model.n} elements of '{spec.name}' do not fit NRAM: chunked passes read the "
+                        "input more than once (up to 1.5x the compulsory traffic)", spec.loc)
+        return [kernel]
+
+
+def _columns(spec, info, st: Setting, remarks) -> list:
+    from gir.passes.schedule_mlu.colreduce import colreduce_func
+    return colreduce_func(spec, info, st.tasks)
+
+
+def _permute(spec, info, st: Setting, remarks) -> list:
+    from gir.passes.schedule_mlu.reverse import reverse_func
+    from gir.passes.schedule_mlu.transpose import permute_func
+    try:
+        return permute_func(spec, info, st.tasks)
+    except NotRowModel:
+        return reverse_func(spec, info, st.tasks, st.nram, st.allow_sram, st.max_rows)
+
+
+def _extended(spec, info, st: Setting, remarks) -> list:
+    from gir.passes.schedule_mlu.extended import schedule_extended
+    return schedule_extended(spec, info, st.tasks, st.allow_sram, st.max_rows)
+
+
+def _groupnorm(spec, info, st: Setting, remarks) -> list:
+    from gir.passes.schedule_mlu.groupnorm import groupnorm_items
+    return groupnorm_items(spec, info, st.tasks, st.nram)
+
+
+def _tiles(spec, info, st: Setting, remarks) -> ir.Func:
+    from gir.passes.schedule_mlu.tiles import tile_schedule
+    return tile_schedule(spec, info, st.tasks, st.nram, remarks, st.allow_sram, st.max_rows, st.views)
+
+
+RECIPES = (Recipe("rows", _rows), Recipe("columns", _columns), Recipe("permute", _permute),
+           Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles))
+
+
+@dataclass
+class Search:
+    """The outcome: the candidates in recipe order, why the other recipes do not apply, and a recipe's
+    NoTileFits (a kernel that cannot fit whatever the recipe does)."""
+    candidates: list[Candidate]
+    why_not: list[str]
+    no_fit: NoTileFits | None = None
+
+
+def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -> Search:
+    """Every recipe of RECIPES on `spec` (the function with unread inputs dropped; `full` declares them all)."""
+    from gir.passes.schedule_mlu.vecprep import prepare_kernels
+    cands, why, no_fit = [], [], None
+    for r in RECIPES:
+        remarks: list = []
+        try:
+            got = r.build(spec, info, st, remarks)
+        except NotRowModel as e:
+            why.append(f"{r.name}: {e}")
+            continue
+        except NoTileFits as e:
+            why.append(f"{r.name}: {e.message}")
+            no_fit = no_fit or e
+            continue
+        func = _as_func(full, got)
+        func = dataclasses.replace(func, body=tuple(prepare_kernels(list(func.body), st.nram)))
+        try:
+            est = estimate(func)
+        except (GirError, ValueError, KeyError) as e:   # not estimable: ranked last, still a candidate
+            est = None
+            why.append(f"{r.name}: no estimate ({e})")
+        seconds = est.seconds if est is not None else float("inf")
+        gdram = est.gdram_bytes if est is not None else float("inf")
+        dec = Decision(r.name, team="core", threads=st.tasks, notes={"kernels": len(func.kernels)})
+        cands.append(Candidate(dec, r.name, seconds, gdram, 0.0, compulsory, lambda name, f=func: f, func,
+                               {"remarks": remarks, "estimate": est}))
+    return Search(cands, why, no_fit)
+
+
+def best(cands: list[Candidate]) -> Candidate | None:
+    """The first candidate in recipe order unless a later one is estimated more than TIE faster."""
+    pick = None
+    for c in cands:
+        if pick is None or c.seconds < (1.0 - TIE) * pick.seconds:
+            pick = c
+    return pick
+
+
+def describe(pick: Candidate, cands: list[Candidate]) -> str:
+    """One line for the analysis remark: the chosen recipe, its estimate and the others'."""
+    others = ", ".join(f"{c.strategy} {c.seconds * 1e6:.1f} us" for c in cands if c is not pick)
+    ratio = pick.dram_bytes / pick.compulsory if pick.compulsory else 0.0
+    return (f"MLU recipe '{pick.strategy}' ({pick.decision.notes['kernels']} kernel(s), estimate "
+            f"{pick.seconds * 1e6:.1f} us, {ratio:.3f}x compulsory GDRAM bytes) of {len(cands)} candidate(s)"
+            + (f"; others: {others}" if others else ""))
+
+
+def missed(remarks, message: str, loc) -> None:
+    if remarks is not None:
+        from gir.passes.remarks import Remark
+        remarks.append(Remark("schedule-mlu", "missed", message, loc))
+
+
+def _as_func(full: ir.Func, got) -> ir.Func:
+    """The scheduled function: `full` with the recipe's items, or the tile recipe's function (its tensors possibly
+    viewed with merged axes) declaring every parameter of `full`."""
+    if not isinstance(got, ir.Func):
+        return dataclasses.replace(full, body=tuple(got))
+    viewed = {p.name: p for p in got.params + got.results}
+    return dataclasses.replace(full, params=tuple(viewed.get(p.name, p) for p in full.params),
+                               results=tuple(viewed.get(p.name, p) for p in full.results), body=got.body)
