@@ -45,7 +45,8 @@ class Call:
 
 @dataclass(frozen=True)
 class Intrinsic:
-    """A backend-spelled operation: `h2f`, `f2h`, `bf2f`, `f2bf`, `recip`, `shfl_xor(v, off, width, mask)`."""
+    """A backend-spelled operation: `h2f`, `f2h`, `bf2f`, `f2bf`, `recip`, `shfl_xor(v, off, width, mask)`; on the
+    MLU its DMA and vector instructions (`memcpy_async`, `bang_cycle_add`, ...: codegen/mlu/printer.py)."""
     name: str
     args: tuple["CExpr", ...]
 
@@ -131,6 +132,7 @@ class For:
     body: tuple["CStmt", ...]
     step: int = 1
     unroll: bool = False
+    inline: bool = False   # printed on one line (the MLU's per-row loops around one vector instruction)
 
 
 @dataclass(frozen=True)
@@ -156,13 +158,12 @@ class Comment:
 
 
 @dataclass(frozen=True)
-class Line:
-    """One statement the backend has already spelled, without its `;` handling (the MLU's DMA and vector calls:
-    codegen/mlu/vecops.py writes them)."""
-    text: str
+class Eval:
+    """An expression evaluated for its effect: `expr;` (the MLU's DMA and vector instructions)."""
+    expr: CExpr
 
 
-CStmt = Union[Decl, Assign, For, If, Block, Barrier, Comment, Line]
+CStmt = Union[Decl, Assign, For, If, Block, Barrier, Comment, Eval]
 
 
 @dataclass(frozen=True)

@@ -130,8 +130,8 @@ class CStylePrinter:
             return [pad + self.spell["barrier_" + s.level] + ";"]
         if isinstance(s, C.Comment):
             return [f"{pad}// {s.text}"]
-        if isinstance(s, C.Line):
-            return [pad + s.text]
+        if isinstance(s, C.Eval):
+            return [f"{pad}{self.expr(s.expr)};"]
         raise TypeError(f"not a statement: {s!r}")
 
     def block(self, body, depth: int) -> list[str]:

@@ -7,6 +7,7 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError
+from gir.codegen.mlu.instr import assign, call
 from gir.kinds import F32_MAX
 
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
@@ -71,7 +72,7 @@ class ScalarExpr:
         self.elem = elem          # ir.Ref -> C text
         self.kind_of = kind_of    # ir.Ref -> "float" | "int"
         self.scratch = scratch    # () -> (C pointer text to a 32-float NRAM scratch, pre-statements list)
-        self.pre: list[str] = []
+        self.pre: list = []        # statements (codegen/ast.py) computing scratch values before the expression
 
     def expr(self, e) -> tuple[str, str]:
         """(C text, kind) with kind in float / int."""
@@ -147,6 +148,6 @@ class ScalarExpr:
             return _f32(f"1.0f / (1.0f + expf(-({xs[0]})))"), "float"
         if fn in _VECTOR_ONLY:  # no scalar function: one vector op on a scratch unit
             buf = self.scratch()
-            self.pre += [f"{buf}[0] = {xs[0]};", f"__bang_active_{fn}({buf}, {buf}, 32);"]
+            self.pre += [assign(f"{buf}[0]", xs[0]), call(f"bang_active_{fn}", buf, buf, 32)]
             return f"{buf}[0]", "float"
         raise GirError(f"function '{fn}' is not supported by the MLU target", e.loc)

@@ -24,7 +24,8 @@ from gir.codegen import ast as C
 from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
 from gir.codegen.mlu.cexpr import ScalarExpr, c_float, c_index
-from gir.codegen.mlu.fuse import fuse_lines
+from gir.codegen.mlu.fuse import fuse_stmts
+from gir.codegen.mlu.instr import assign, call
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
 from gir.walk import map_expr
 from gir.codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
@@ -112,7 +113,7 @@ class _KernelEmitter:
         self.erf_slots = 0
         self.cur: dict[str, str] = {}   # slotted tile name -> C slot expression (of the compute being emitted)
         self.tasks = 1
-        self.prologue: list[str] = []
+        self.prologue: list = []   # statements before the body (column masks)
 
     # ------------------------------------------------------------ driver
     def run(self) -> MluKernelSource:
@@ -124,19 +125,15 @@ class _KernelEmitter:
         nram = sum(L.round_up(b.phys * b.slots * L.device_nbytes(b.dtype), L.VECTOR_ALIGN) for b in self.bufs.values()
                    if b.level == "nram") + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in self.scratch)
         params = tuple(C.Param(b.name, b.dtype.value, "tensor") for b in self.gbufs.values())
-        kernel = C.KernelFunc(self.k.name, params, tuple(C.Line(x) for x in self.prologue) + body,
-                              shared=tuple(arrays))
-        fused = []
-        types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
-        types.update((n, "float") for n, _ in self.scratch)
-
-        def fuse(lines):
-            lines, n = fuse_lines(lines, types)
-            fused.append(n)
-            return lines
-        text = MluPrinter().kernel(kernel, fuse if self.fuse else None)
+        body, fused = tuple(self.prologue) + body, 0
+        if self.fuse:   # multiply-add pairs of the vector instructions as one __bang_fusion (fuse.py)
+            types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
+            types.update((n, "float") for n, _ in self.scratch)
+            body, fused = fuse_stmts(body, types, MluPrinter())
+        kernel = C.KernelFunc(self.k.name, params, body, shared=tuple(arrays))
+        text = MluPrinter().kernel(kernel)
         return MluKernelSource(self.k.name, text, {"task_dim": self.tasks, "params": list(self.gbufs),
-                                                   "func": self.func.name, "fused_ops": sum(fused),
+                                                   "func": self.func.name, "fused_ops": fused,
                                                    "nram_bytes": nram})
 
     def _collect(self, stmts) -> None:
@@ -152,9 +149,9 @@ class _KernelEmitter:
             elif isinstance(s, ir.If):
                 self._collect(s.then + s.orelse)
 
-    def emit(self, line) -> None:
-        """Append a statement: an AST node, or a line the vector / DMA spellings wrote."""
-        self.out.append(C.Line(line) if isinstance(line, str) else line)
+    def emit(self, stmt) -> None:
+        """Append a statement (codegen/ast.py) to the block being built."""
+        self.out.append(stmt)
 
     # ------------------------------------------------------------ statements
     def stmt(self, s) -> None:
@@ -310,8 +307,7 @@ class _KernelEmitter:
                 size, direction]
         for lv, n in zip(reversed(levels), reversed(counts)):
             args += [str(lv[1] * esz), str(lv[2] * esz), f"{n} - 1"]
-        fn = "__memcpy_async" if s.async_ else "__memcpy"
-        self.emit(f"{fn}({', '.join(args)});")
+        self.emit(call("memcpy_async" if s.async_ else "memcpy", *args))
 
     # ------------------------------------------------------------ compute
     def compute(self, s: ir.Assign) -> None:
@@ -336,11 +332,11 @@ class _KernelEmitter:
             # single elements of vectors (a unit's statistic written into the core's results at the unit's
             # position, in `pipeline=units` kernels): scalar code at the elements' offsets
             return self.scalar_compute(s)
-        out: list[str] = []
+        out: list = []
         vec = VecEmitter(out, self._scratch_full, self._mask_full)
         vec.emit(self.opd(s.target), s.value, self.opd)
-        for line in out:
-            self.emit(line)
+        for x in out:
+            self.emit(x)
 
     def _vector_buf(self, r: ir.Ref) -> bool:
         b = self.bufs[r.name]
@@ -396,9 +392,10 @@ class _KernelEmitter:
             self.scratch.append((name, like.length))
             self.scratch.append((name + "_row", like.pitch))
             self.prologue += [
-                f"for (int j_ = 0; j_ < {like.pitch}; j_++) {{ {name}_row[j_] = j_ < {like.cols} ? 1.0f : 0.0f; }}",
-                f"__bang_write_value({name}, {like.length}, 0.0f);",
-                f"__bang_cycle_add({name}, {name}, {name}_row, {like.length}, {like.pitch});"]
+                C.For("j_", C.Num(0), C.Num(like.pitch), (assign(f"{name}_row[j_]", f"j_ < {like.cols} ? 1.0f : 0.0f"),),
+                      inline=True),
+                call("bang_write_value", name, like.length, "0.0f"),
+                call("bang_cycle_add", name, name, f"{name}_row", like.length, like.pitch)]
         return name
 
     def scalar_compute(self, s: ir.Assign) -> None:
@@ -419,9 +416,9 @@ class _KernelEmitter:
             return name
         sx = ScalarExpr(elem, kind_of, scratch)
         text, _ = sx.expr(s.value)
-        for line in sx.pre:
-            self.emit(line)
-        self.emit(f"{elem(s.target)} = {text};")
+        for x in sx.pre:
+            self.emit(x)
+        self.emit(assign(elem(s.target), text))
 
 
 _TILE_ONLY = ("transpose", "reverse", "gather_cols")

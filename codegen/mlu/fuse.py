@@ -4,9 +4,9 @@ Why: on the simulated MLU (as on MLU 3xx) `__bang_fusion` does the two ops at th
 with the same two roundings as the separate ops (targets/mlu/LANGUAGE.md), so the merge changes no value and saves
 one op (`vector_op_cycles` + units x `cycles_simple`) on the compute pipe of compute-bound kernels.
 
-It works on the emitted program text of one kernel, run by run: a run is a maximal sequence of consecutive
-statement lines that are all `__bang_*` calls at the same indentation (one tile's straight-line computes; a
-per-row line `for (int r_ ...) { __bang_*(p + r_ * P, ...); }` of vecops belongs to the run, is never merged, and
+It works on the kernel AST (codegen/ast.py) of one kernel, run by run: a run is a maximal sequence of
+consecutive statements of one block that are all `bang_*` intrinsics (one tile's straight-line computes; a
+per-row loop `for (int r_ ...) { __bang_*(p + r_ * P, ...); }` of vecops belongs to the run, is never merged, and
 counts as writing all of `p` when rows x P is the element count). A
 producer P (`mul`, `mul_scalar`, `cycle_mul`, or `add`/`sub` and their `_scalar` / `cycle_` forms) writing
 pointer t, and the first later op C of the run that touches t's buffer, merge into one `__bang_fusion` at C's
@@ -18,7 +18,7 @@ place when
 * no op between P and C writes a buffer P reads (P's inputs still hold their values at C);
 * the value P wrote to t is dead after C: C overwrites t itself, or the next op of the run that touches t's buffer
   (after C, then around the loop from the start of the run) fully overwrites exactly t without reading it, or no
-  other op touches it and t's buffer appears in no line outside the run;
+  other op touches it and t's buffer appears nowhere else in the kernel (its printed text outside the run);
 * every operand has a float element type (`types`) and any source sharing the destination's buffer is exactly
   the destination (the language allows only exact aliasing).
 
@@ -27,12 +27,15 @@ the same buffer count as overlapping unless their texts are equal.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections import Counter
 from dataclasses import dataclass
 
-_CALL = re.compile(r"^(\s*)__bang_(\w+)\((.*)\);\s*$")
-_ROWS = re.compile(r"^(\s*)for \(int r_ = 0; r_ < (\d+); r_\+\+\) \{ __bang_(\w+)\((.*)\); \}\s*$")   # vecops._per_row
+from gir.codegen import ast as C
+
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_WORD = re.compile(r"(?<!\w)[A-Za-z_]\w*")   # whole identifiers of printed C text
 FLOAT_TYPES = ("float", "half", "bfloat16_t")
 MUL_FORMS = {"mul": "vec", "mul_scalar": "scalar", "cycle_mul": "cycle"}
 ADD_FORMS = {"add": "vec", "add_scalar": "scalar", "cycle_add": "cycle",
@@ -41,11 +44,10 @@ ADD_FORMS = {"add": "vec", "add_scalar": "scalar", "cycle_add": "cycle",
 
 @dataclass(frozen=True)
 class _Op:
-    indent: str
-    name: str             # without the __bang_ prefix
+    name: str             # without the bang_ prefix
     args: tuple[str, ...]
-    rows: int = 0         # > 0: the op runs once per row r_ (a `for` line of vecops._per_row); never fused
-    line: str = ""        # the original text of a per-row line
+    rows: int = 0         # > 0: the op runs once per row r_ (a per-row loop of vecops); never fused
+    node: object = None   # the statement it was read from
 
     @property
     def dst_index(self) -> int:
@@ -74,8 +76,11 @@ class _Op:
         """Names (buffers and others) in every argument but the destination: what the op may read."""
         return {w for k, a in enumerate(self.args) if k != self.dst_index for w in _IDENT.findall(a)}
 
-    def text(self) -> str:
-        return self.line or f"{self.indent}__bang_{self.name}({', '.join(self.args)});"
+    def stmt(self):
+        """The op as a statement (codegen/ast.py)."""
+        if self.node is not None:
+            return self.node
+        return C.Eval(C.Intrinsic("bang_" + self.name, tuple(C.Verbatim(a) for a in self.args)))
 
     def overwrites(self, t: str, n: str) -> bool:
         """Does the op write all of the n elements at t (and nothing it reads decides that)?"""
@@ -91,51 +96,70 @@ def base(ptr: str) -> str:
     return m.group(0) if m else ""
 
 
-def split_args(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-            continue
-        depth += ch in "(["
-        depth -= ch in ")]"
-        cur += ch
-    out.append(cur.strip())
-    return out
-
-
-def parse_op(line: str) -> _Op | None:
-    m = _CALL.match(line)
-    if m is not None and m.group(3).count("(") == m.group(3).count(")"):
-        return _Op(m.group(1), m.group(2), tuple(split_args(m.group(3))))
-    m = _ROWS.match(line)
-    if m is not None and m.group(4).count("(") == m.group(4).count(")"):
-        return _Op(m.group(1), m.group(3), tuple(split_args(m.group(4))), int(m.group(2)), line)
+def _call(s) -> tuple[str, tuple[str, ...]] | None:
+    """(name without bang_, argument texts) of a `bang_*` intrinsic statement."""
+    if isinstance(s, C.Eval) and isinstance(s.expr, C.Intrinsic) and s.expr.name.startswith("bang_") and \
+            all(isinstance(a, C.Verbatim) for a in s.expr.args):
+        return s.expr.name[len("bang_"):], tuple(a.text for a in s.expr.args)
     return None
 
 
-def fuse_lines(lines: list[str], types: dict[str, str]) -> tuple[list[str], int]:
-    """The kernel body lines with mul/add pairs merged, and the number of merges. `types`: buffer name -> C type."""
+def op_of(s) -> _Op | None:
+    """The vector op a statement is: a `bang_*` intrinsic, or vecops' per-row loop `for r_ in 0..R` around one."""
+    c = _call(s)
+    if c is not None:
+        return _Op(c[0], c[1])
+    if isinstance(s, C.For) and s.inline and s.var == "r_" and s.lo == C.Num(0) and isinstance(s.hi, C.Num) \
+            and len(s.body) == 1 and (c := _call(s.body[0])) is not None:
+        return _Op(c[0], c[1], int(s.hi.value), s)
+    return None
+
+
+def fuse_stmts(body: tuple, types: dict[str, str], printer) -> tuple[tuple, int]:
+    """The kernel body with mul/add pairs merged, and the number of merges. `types`: buffer name -> C type;
+    `printer`: the MLU's printer (a buffer's uses outside a run are found in the printed kernel)."""
+    words = Counter(_WORD.findall("\n".join(printer.block(body, 0))))
+    return _fuse_block(body, types, printer, words)
+
+
+def _fuse_block(body: tuple, types, printer, words: Counter) -> tuple[tuple, int]:
     out, merged, k = [], 0, 0
-    while k < len(lines):
-        op = parse_op(lines[k])
-        if op is None:
-            out.append(lines[k])
+    while k < len(body):
+        if op_of(body[k]) is None:
+            out.append(_fuse_nested(body[k], types, printer, words))
+            if isinstance(out[-1], tuple):
+                out[-1], n = out[-1]
+                merged += n
             k += 1
             continue
         end = k
-        while end < len(lines) and (o := parse_op(lines[end])) is not None and o.indent == op.indent:
+        while end < len(body) and op_of(body[end]) is not None:
             end += 1
-        outside = lines[:k] + lines[end:]
-        ops, n = _fuse_run([parse_op(x) for x in lines[k:end]], outside, types)
-        out += [o.text() for o in ops]
+        run = body[k:end]
+        outside = words - Counter(_WORD.findall("\n".join(printer.block(run, 0))))
+        ops, n = _fuse_run([op_of(x) for x in run], outside, types)
+        out += [o.stmt() for o in ops]
         merged += n
         k = end
-    return out, merged
+    return tuple(out), merged
 
 
-def _fuse_run(ops: list[_Op], outside: list[str], types: dict[str, str]) -> tuple[list[_Op], int]:
+def _fuse_nested(s, types, printer, words):
+    """`s` with the blocks inside it fused: (statement, merges), or `s` itself when it has none."""
+    if isinstance(s, C.For) and not s.inline:
+        body, n = _fuse_block(s.body, types, printer, words)
+        return (dataclasses.replace(s, body=body), n)
+    if isinstance(s, C.If):
+        then, n1 = _fuse_block(s.then, types, printer, words)
+        orelse, n2 = _fuse_block(s.orelse, types, printer, words)
+        return (dataclasses.replace(s, then=then, orelse=orelse), n1 + n2)
+    if isinstance(s, C.Block):
+        body, n = _fuse_block(s.body, types, printer, words)
+        return (dataclasses.replace(s, body=body), n)
+    return s
+
+
+def _fuse_run(ops: list[_Op], outside: Counter, types: dict[str, str]) -> tuple[list[_Op], int]:
     merged, i = 0, 0
     while i < len(ops):
         fused = _try(ops, i, outside, types)
@@ -148,7 +172,7 @@ def _fuse_run(ops: list[_Op], outside: list[str], types: dict[str, str]) -> tupl
     return ops, merged
 
 
-def _try(ops: list[_Op], i: int, outside: list[str], types: dict[str, str]):
+def _try(ops: list[_Op], i: int, outside: Counter, types: dict[str, str]):
     p = ops[i]
     if p.rows or p.name not in MUL_FORMS and p.name not in ADD_FORMS:
         return None
@@ -206,7 +230,7 @@ def _combine(p: _Op, c: _Op, t: str) -> tuple[_Op, list[str]] | None:
     m = next(iter(cycled), None)
     if m is not None and base(c.dst) in {base(v) for v, vec in ((b, b_vec), (other, c_vec)) if vec}:
         return None   # a cycled operand inside the destination's buffer: not an exact alias
-    op = _Op(c.indent, "fusion", (f"FUSION_{kind}", c.dst, a, b, other, n) + ((m,) if m is not None else ()))
+    op = _Op("fusion", (f"FUSION_{kind}", c.dst, a, b, other, n) + ((m,) if m is not None else ()))
     return op, [c.dst, a] + [b] * b_vec + [other] * c_vec
 
 
@@ -217,7 +241,7 @@ def _types_ok(op: _Op, pointers: list[str], types: dict[str, str]) -> bool:
     return all(s == dst for s in pointers[1:] if base(s) == base(dst))
 
 
-def _dead_after(ops: list[_Op], i: int, j: int, t: str, c: _Op, outside: list[str]) -> bool:
+def _dead_after(ops: list[_Op], i: int, j: int, t: str, c: _Op, outside: Counter) -> bool:
     """Is the value the producer wrote to t never read after the consumer (in program order, around the loop)?"""
     if c.overwrites(t, ops[i].count):
         return True
@@ -227,7 +251,7 @@ def _dead_after(ops: list[_Op], i: int, j: int, t: str, c: _Op, outside: list[st
         touch = _touch(o, t, tb, ops[i].count)
         if touch is not None:
             return touch
-    if any(re.search(rf"\b{re.escape(tb)}\b", line) for line in outside):
+    if outside[tb] > 0:   # the buffer is used elsewhere in the kernel
         return False
     for o in ops[:i]:   # the run again (next loop iteration), up to the producer
         touch = _touch(o, t, tb, ops[i].count)

@@ -1,7 +1,9 @@
 """The MLU's spellings of the C-style printer (codegen/cstyle.py): the kernel AST of codegen/ast.py printed as the
 BANG-C-like language of targets/mlu (docs: targets/mlu/LANGUAGE.md). The MLU emitter (emit.py) builds the kernel
-as that AST -- loops, conditions, blocks, declarations, on-chip arrays, the core and cluster barriers -- whose
-leaves are the DMA and vector instructions vecops.py / cexpr.py spell (`Line`, `Verbatim`)."""
+as that AST -- loops, conditions, blocks, declarations, on-chip arrays, the core and cluster barriers, and the DMA
+and vector instructions as intrinsics (`Eval(Intrinsic("bang_cycle_add", ...))` prints `__bang_cycle_add(...);`,
+`memcpy_async` prints `__memcpy_async`) -- whose operands are the pointer and index arithmetic cexpr.py spells
+(`Verbatim`)."""
 from __future__ import annotations
 
 from gir.codegen import ast as C
@@ -22,15 +24,13 @@ class MluPrinter(CStylePrinter):
         "barrier_cluster": "__sync_cluster()",           # the cores of a cluster
     }
 
-    def kernel(self, k: C.KernelFunc, post=None) -> str:
-        """`k.shared`: the on-chip arrays; `post(lines) -> lines`: a peephole over the printed body (the MLU's
-        multiply-add fusion, fuse.py)."""
+    def kernel(self, k: C.KernelFunc) -> str:
+        """`k.shared`: the on-chip arrays."""
         params = ", ".join(self.param(p) for p in k.params)
         lines = [self.spell["kernel"].format(name=k.name, params=params) + " {"]
         for d in k.shared:
             lines += self.stmt(d, 1)
-        body = self.block(k.body, 1)
-        return "\n".join(lines + (post(body) if post else body) + ["}"]) + "\n"
+        return "\n".join(lines + self.block(k.body, 1) + ["}"]) + "\n"
 
     def ctype(self, t: str) -> str:
         """GIR dtypes by the MLU's table (bool is uint8_t, i64 is int); "int", "float" and "index" as in C."""
@@ -42,4 +42,12 @@ class MluPrinter(CStylePrinter):
     def stmt(self, s: C.CStmt, depth: int) -> list[str]:
         if isinstance(s, C.Decl) and s.size is not None:   # on-chip arrays: `__nram__ float t[N];`
             return [f"{'  ' * depth}{SPACE[s.space]} {self.ctype(s.ctype)} {s.name}[{s.size}];"]
+        if isinstance(s, C.For) and s.inline:   # `for (int r_ = 0; r_ < R; r_++) { __bang_...; }`
+            body = " ".join(line.strip() for x in s.body for line in self.stmt(x, 0))
+            return [f"{'  ' * depth}for (int {s.var} = {self.expr(s.lo)}; {s.var} < {self.expr(s.hi)}; {s.var}++) "
+                    f"{{ {body} }}"]
         return super().stmt(s, depth)
+
+    def intrinsic(self, e: C.Intrinsic) -> str:
+        """The MLU's instructions: `__` + the intrinsic's name (`bang_add`, `memcpy_async`, `bang_float2half`)."""
+        return f"__{e.name}({', '.join(self.expr(a) for a in e.args)})"

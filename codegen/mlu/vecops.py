@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gir import ir
+from gir.codegen import ast as C
+from gir.codegen.mlu.instr import assign, call, per_row
 from gir.errors import GirError
 from gir.passes.schedule_mlu import layout as L
 
@@ -21,10 +23,11 @@ _IDENT = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}   # of the mas
 _CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ir.UNARY_FUNCS   # each is the vector op __bang_active_<fn> (targets/mlu/vector.py)
-CONVERT = {("f32", "i32"): "__bang_int322float", ("f32", "f16"): "__bang_half2float", ("f32", "bf16"): "__bang_bfloat162float",
-           ("f16", "f32"): "__bang_float2half", ("bf16", "f32"): "__bang_float2bfloat16",
-           ("f32", "bool"): "__bang_uchar2float", ("bool", "f32"): "__bang_float2uchar",   # bool: uint8 0/1
-           ("i32", "f32"): "__bang_float2int32"}
+CONVERT = {("f32", "i32"): "bang_int322float", ("f32", "f16"): "bang_half2float", ("f32", "bf16"): "bang_bfloat162float",
+           ("f16", "f32"): "bang_float2half", ("bf16", "f32"): "bang_float2bfloat16",
+           ("f32", "bool"): "bang_uchar2float", ("bool", "f32"): "bang_float2uchar",   # bool: uint8 0/1
+           ("i32", "f32"): "bang_float2int32"}
+
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class Opd:
 
 
 class VecEmitter:
-    def __init__(self, out: list[str], scratch_full, mask_full=None):
+    def __init__(self, out: list, scratch_full, mask_full=None):
         self.out = out
         self.mask_full = mask_full         # (Opd) -> C pointer of a 1/0 column-mask tile of that shape
         self.scratch_full = scratch_full   # (Opd like) -> C pointer of a scratch tile of the same size
@@ -60,7 +63,7 @@ class VecEmitter:
                 if not (dst.kind == ROW and a.kind == ROW):
                     raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
                                    getattr(value, "loc", None))
-                self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) {{ {dst.at('r_')} = {a.at('r_')}; }}")
+                self.out.append(per_row(dst.rows, assign(dst.at('r_'), a.at('r_'))))
                 return
             return self.copy(dst, a)
         plain = operand
@@ -102,38 +105,38 @@ class VecEmitter:
                     raise GirError(f"no MLU conversion from {a.dtype} to {dst.dtype}", value.loc)
                 # the same logical layout on both sides; a 1-byte buffer's length also holds the padding that
                 # keeps its pipeline slots 128-byte aligned (codegen/mlu/emit.py), which the wider side lacks
-                self.out.append(f"{name}({dst.ptr}, {a.ptr}, {min(dst.length, a.length)});")
+                self.out.append(call(name, dst.ptr, a.ptr, min(dst.length, a.length)))
                 return
         raise GirError("compute not supported by the MLU vector emitter (use scalar tiles)", getattr(value, "loc", None))
 
     # ------------------------------------------------------------ forms
     def copy(self, dst: Opd, a: Opd) -> None:
         if a.kind in (CONST, SCALAR):
-            self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
+            self.out.append(call("bang_write_value", dst.ptr, dst.length, a.value))
         elif a.kind == dst.kind:   # the shorter length: a dense tile's row is shorter than a padded vector
-            self.out.append(f"__bang_mul_scalar({dst.ptr}, {a.ptr}, 1.0f, {min(dst.length, a.length)});")
+            self.out.append(call("bang_mul_scalar", dst.ptr, a.ptr, "1.0f", min(dst.length, a.length)))
         else:
             self.expand(dst, a)
 
     def expand(self, dst: Opd, a: Opd) -> None:
         """Broadcast a row / col / scalar operand into a full tile."""
         if a.kind == COL:
-            self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, 0.0f);")
-            self.out.append(f"__bang_cycle_add({dst.ptr}, {dst.ptr}, {a.ptr}, {dst.length}, {dst.pitch});")
+            self.out.append(call("bang_write_value", dst.ptr, dst.length, "0.0f"))
+            self.out.append(call("bang_cycle_add", dst.ptr, dst.ptr, a.ptr, dst.length, dst.pitch))
         elif a.kind == ROW:
-            self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
-                            f"{{ __bang_write_value({dst.ptr} + r_ * {dst.pitch}, {dst.pitch}, {a.at('r_')}); }}")
+            self.out.append(per_row(dst.rows, call("bang_write_value", f"{dst.ptr} + r_ * {dst.pitch}", dst.pitch,
+                                                   a.at('r_'))))
         else:
-            self.out.append(f"__bang_write_value({dst.ptr}, {dst.length}, {a.value});")
+            self.out.append(call("bang_write_value", dst.ptr, dst.length, a.value))
 
     def gather_cols(self, dst: Opd, a: Opd, idx: Opd) -> None:
         """`dst[r] = a[r, idx[r]]` (0 outside 0..cols-1): one scalar read per row at a value-dependent column."""
         if dst.kind != ROW or a.kind not in (FULL, ROW) or idx.kind != ROW or not a.name:
             raise GirError("gather_cols() needs an [R, 1] target, an [R, C] @nram tile and [R, 1] indices")
         cols, pitch = (a.cols, a.pitch) if a.kind == FULL else (1, 1)   # an [R, 1] tile is a row vector
-        self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) {{ int t_ = (int)({idx.at('r_')}); "
-                        f"int c_ = min(max(t_, 0), {cols - 1}); "
-                        f"{dst.at('r_')} = {a.at(f'r_ * {pitch} + c_')} * (float)(t_ == c_); }}")
+        self.out.append(per_row(dst.rows, C.Decl("int", "t_", C.Verbatim(f"(int)({idx.at('r_')})")),
+                                C.Decl("int", "c_", C.Verbatim(f"min(max(t_, 0), {cols - 1})")),
+                                assign(dst.at('r_'), f"{a.at(f'r_ * {pitch} + c_')} * (float)(t_ == c_)")))
 
     def transpose(self, dst: Opd, a: Opd, loc) -> None:
         """`dst[0:C, 0:R] = transpose(a[0:R, 0:C])` on whole, dense (unpadded) buffers: `__bang_transpose`."""
@@ -141,32 +144,32 @@ class VecEmitter:
         if not dense or (dst.rows, dst.cols) != (a.cols, a.rows) or dst.ptr == a.ptr or dst.dtype != a.dtype:
             raise GirError("the MLU emitter transposes whole 2-D @nram buffers with row lengths that are multiples "
                            "of 64, into a distinct buffer of the reversed shape", loc)
-        self.out.append(f"__bang_transpose({dst.ptr}, {a.ptr}, {a.rows}, {a.cols});")
+        self.out.append(call("bang_transpose", dst.ptr, a.ptr, a.rows, a.cols))
 
-    def reverse(self, dst: Opd, a: Opd, call: ir.Call) -> None:
+    def reverse(self, dst: Opd, a: Opd, node: ir.Call) -> None:
         """`dst[0:R, 0:P] = reverse(a[0:R, 0:P][, AXIS])` on the first R rows of distinct @nram buffers of the same
         pitch P: axis 1 (rows must be dense, P == C) is one `__bang_mirror` (each row reversed); axis 0 (row order
         reversed) is a mirror of the R*P elements as one row into a scratch tile, then a per-row mirror back."""
         from gir.verify_kernel import reverse_axis
-        axis = reverse_axis(call)
+        axis = reverse_axis(node)
         same = dst.kind == a.kind == FULL and (dst.rows, dst.pitch, dst.cols) == (a.rows, a.pitch, a.cols)
         if axis is None or not same or dst.ptr == a.ptr or dst.dtype != a.dtype or \
                 (axis == 1 and a.cols != a.pitch) or a.pitch * L.device_nbytes(a.dtype) % 128:
             raise GirError("the MLU emitter reverses [R, C] @nram regions starting at row 0 into a distinct buffer of "
-                           "the same pitch (axis 1: C == P; rows of whole 128-byte units)", call.loc)
+                           "the same pitch (axis 1: C == P; rows of whole 128-byte units)", node.loc)
         if axis == 1:
-            self.out.append(f"__bang_mirror({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            self.out.append(call("bang_mirror", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         tmp = self.scratch_full(a, 0).ptr   # a float scratch tile at least as large as a's buffer
         tmp = tmp if a.dtype == "f32" else f"(({_CTYPE[a.dtype]}*){tmp})"
-        self.out.append(f"__bang_mirror({tmp}, {a.ptr}, 1, {a.rows * a.pitch});")
-        self.out.append(f"__bang_mirror({dst.ptr}, {tmp}, {a.rows}, {a.pitch});")
+        self.out.append(call("bang_mirror", tmp, a.ptr, 1, a.rows * a.pitch))
+        self.out.append(call("bang_mirror", dst.ptr, tmp, a.rows, a.pitch))
 
     def unary(self, dst: Opd, fn: str, a: Opd) -> None:
         if a.kind != dst.kind:
             self.expand(dst, a)
             a = dst
-        self.out.append(f"__bang_active_{fn}({dst.ptr}, {a.ptr}, {dst.length});")
+        self.out.append(call(f"bang_active_{fn}", dst.ptr, a.ptr, dst.length))
 
     def binary(self, dst: Opd, fn: str, a: Opd, b: Opd) -> None:
         vec = lambda o: o.kind in (FULL, ROW, COL)  # noqa: E731
@@ -175,7 +178,7 @@ class VecEmitter:
             return self.binary(dst, fn, dst, b)
         if vec(a) and vec(b) and a.kind == b.kind == dst.kind:
             n = min(dst.length, a.length, b.length)   # see copy()
-            self.out.append(f"__bang_{fn}({dst.ptr}, {a.ptr}, {b.ptr}, {n});")
+            self.out.append(call(f"bang_{fn}", dst.ptr, a.ptr, b.ptr, n))
             return
         if not vec(b) or (not vec(a) and fn in COMMUTES):
             if not vec(b):
@@ -185,7 +188,7 @@ class VecEmitter:
             return self._scalar_form(dst, fn, b, a.value, swapped=True)
         # two vector operands of different kinds
         if a.kind == FULL and b.kind == COL and fn in CYCLE:
-            self.out.append(f"__bang_cycle_{fn}({dst.ptr}, {a.ptr}, {b.ptr}, {dst.length}, {dst.pitch});")
+            self.out.append(call(f"bang_cycle_{fn}", dst.ptr, a.ptr, b.ptr, dst.length, dst.pitch))
             return
         if a.kind == COL and b.kind == FULL and fn in COMMUTES:
             return self.binary(dst, fn, b, a)
@@ -217,7 +220,7 @@ class VecEmitter:
                 tmp = self.scratch_full(dst, k)
                 self.expand(tmp, o)
                 ptrs.append(tmp.ptr)
-        self.out.append(f"__bang_select({dst.ptr}, {', '.join(ptrs)}, {dst.length});")
+        self.out.append(call("bang_select", dst.ptr, *ptrs, dst.length))
 
     def clamp(self, dst: Opd, x: Opd, lo: Opd, hi: Opd) -> None:
         """min(max(x, lo), hi) as two vector ops (maximum/minimum propagate NaN, as numpy.clip); through a scratch
@@ -237,10 +240,10 @@ class VecEmitter:
                 fn = "r" + fn
             else:  # s pow a
                 tmp = self.scratch_full(dst, 0) if dst.ptr == a.ptr else dst
-                self.out.append(f"__bang_write_value({tmp.ptr}, {dst.length}, {s});")
-                self.out.append(f"__bang_{fn}({dst.ptr}, {tmp.ptr}, {a.ptr}, {dst.length});")
+                self.out.append(call("bang_write_value", tmp.ptr, dst.length, s))
+                self.out.append(call(f"bang_{fn}", dst.ptr, tmp.ptr, a.ptr, dst.length))
                 return
-        self.out.append(f"__bang_{fn}_scalar({dst.ptr}, {a.ptr}, {s}, {dst.length});")
+        self.out.append(call(f"bang_{fn}_scalar", dst.ptr, a.ptr, s, dst.length))
 
     def _per_row(self, dst: Opd, fn: str, a: Opd, row: Opd, swapped: bool) -> None:
         if swapped and fn in MIRROR:
@@ -249,42 +252,40 @@ class VecEmitter:
             fn = "r" + fn
         p = dst.pitch
         if fn == "div":   # x / s[r] as x * (1 / s[r]): one scalar reciprocal per row, a simple-class vector op
-            self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
-                            f"{{ __bang_mul_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, 1.0f / {row.at('r_')}, "
-                            f"{p}); }}")
+            self.out.append(per_row(dst.rows, call("bang_mul_scalar", f"{dst.ptr} + r_ * {p}", f"{a.ptr} + r_ * {p}",
+                                                   f"1.0f / {row.at('r_')}", p)))
             return
-        self.out.append(f"for (int r_ = 0; r_ < {dst.rows}; r_++) "
-                        f"{{ __bang_{fn}_scalar({dst.ptr} + r_ * {p}, {a.ptr} + r_ * {p}, {row.at('r_')}, {p}); }}")
+        self.out.append(per_row(dst.rows, call(f"bang_{fn}_scalar", f"{dst.ptr} + r_ * {p}", f"{a.ptr} + r_ * {p}",
+                                               row.at('r_'), p)))
 
     def reduce(self, dst: Opd, e: ir.Reduce, a: Opd) -> None:
         if a.kind == FULL and dst.kind == COL and e.axes == (0,) and e.op in ("sum", "max", "min"):
             # column reduction over the first a.rows rows; pad columns (pitch > cols) are reduced too and unused
-            self.out.append(f"__bang_reduce_{e.op}_cols({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            self.out.append(call(f"bang_reduce_{e.op}_cols", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
             if a.cols < a.length:   # the padding past the region holds what earlier ops left: the identity there
                 row = Opd(COL, a.ptr, a.length, pitch=a.length, cols=a.cols, dtype=a.dtype)
                 tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
-                self.out.append(f"__bang_write_value({fill.ptr}, {a.length}, {_IDENT[e.op]});")
-                self.out.append(f"__bang_select({tmp.ptr}, {self.mask_full(row)}, {a.ptr}, {fill.ptr}, {a.length});")
+                self.out.append(call("bang_write_value", fill.ptr, a.length, _IDENT[e.op]))
+                self.out.append(call("bang_select", tmp.ptr, self.mask_full(row), a.ptr, fill.ptr, a.length))
                 a = tmp
-            self.out.append(f"__bang_reduce_{e.op}({dst.ptr}, {a.ptr}, {a.length});")
+            self.out.append(call(f"bang_reduce_{e.op}", dst.ptr, a.ptr, a.length))
             return
         if a.kind == ROW and dst.kind == SCALAR and e.axes == (0,) and e.op in ("sum", "max", "min"):
             # an [R, 1] row vector to one value: a scalar loop over the R rows (R small: group_norm's channels)
             op = {"sum": "{a} + {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}[e.op]
-            self.out.append(f"{dst.value} = {a.at('0')};")
-            self.out.append(f"for (int r_ = 1; r_ < {a.rows}; r_++) "
-                            f"{{ {dst.value} = {op.format(a=dst.value, b=a.at('r_'))}; }}")
+            self.out.append(assign(dst.value, a.at('0')))
+            self.out.append(per_row(a.rows, assign(dst.value, op.format(a=dst.value, b=a.at('r_'))), lo=1))
             return
         if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors
             return self.copy(dst, a)
         if a.kind != FULL or dst.kind != ROW or e.axes != (1,) or e.op not in ("sum", "max", "min"):
             raise GirError("the MLU vector emitter reduces full tiles over axis 1 into a row vector", e.loc)
         if a.cols == a.pitch:
-            self.out.append(f"__bang_reduce_{e.op}_rows({dst.ptr}, {a.ptr}, {a.rows}, {a.pitch});")
+            self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
-        self.out.append(f"__bang_write_value({fill.ptr}, {a.length}, {_IDENT[e.op]});")
-        self.out.append(f"__bang_select({tmp.ptr}, {self.mask_full(a)}, {a.ptr}, {fill.ptr}, {a.length});")
-        self.out.append(f"__bang_reduce_{e.op}_rows({dst.ptr}, {tmp.ptr}, {a.rows}, {a.pitch});")
+        self.out.append(call("bang_write_value", fill.ptr, a.length, _IDENT[e.op]))
+        self.out.append(call("bang_select", tmp.ptr, self.mask_full(a), a.ptr, fill.ptr, a.length))
+        self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, tmp.ptr, a.rows, a.pitch))

@@ -2,12 +2,16 @@
 that merging never changes a value (fused and unfused programs give bit-identical outputs)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import gir.codegen.mlu as cm
 from gir.codegen.mlu.emit import emit_func as real_emit
-from gir.codegen.mlu.fuse import fuse_lines
+from gir.codegen import ast as C
+from gir.codegen.mlu.fuse import fuse_stmts
+from gir.codegen.mlu.printer import MluPrinter
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
 from gir.targets.mlu import parse_program, simulate
@@ -16,8 +20,63 @@ from gir.targets.mlu.run import run_func
 TYPES = {"t": "float", "u": "float", "a": "float", "b": "float", "g": "float", "y": "float", "iv": "int"}
 
 
+def _args(text: str) -> tuple:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(C.Verbatim(cur.strip()))
+            cur = ""
+            continue
+        depth += ch in "(["
+        depth -= ch in ")]"
+        cur += ch
+    return tuple(out + [C.Verbatim(cur.strip())])
+
+
+def _stmt(text: str):
+    m = re.fullmatch(r"__(\w+)\((.*)\);", text)
+    assert m, text
+    return C.Eval(C.Intrinsic(m.group(1), _args(m.group(2))))
+
+
+def _ast(lines: list[str]) -> tuple:
+    """The kernel AST of C-like test lines: MLU instructions, per-row one-line loops, `for` blocks, other lines."""
+    stack: list[list] = [[]]
+    heads = []
+    for line in lines:
+        text = line.strip()
+        m = re.fullmatch(r"for \(int (\w+) = (\d+); \1 < (\d+); \1\+\+\) \{ (.*) \}", text)
+        if m:
+            stack[-1].append(C.For(m.group(1), C.Num(int(m.group(2))), C.Num(int(m.group(3))), (_stmt(m.group(4)),),
+                                   inline=True))
+        elif (m := re.fullmatch(r"for \(int (\w+) = (\d+); \1 < (\d+); \1\+\+\) \{", text)):
+            heads.append(m)
+            stack.append([])
+        elif text == "}":
+            m, body = heads.pop(), stack.pop()
+            stack[-1].append(C.For(m.group(1), C.Num(int(m.group(2))), C.Num(int(m.group(3))), tuple(body)))
+        else:
+            stack[-1].append(_stmt(text))
+    return tuple(stack[0])
+
+
+def _print(stmts) -> list[str]:
+    return MluPrinter().block(stmts, 0)
+
+
+def fuse_lines(lines: list[str], types: dict) -> tuple[list[str], int]:
+    """The peephole on the AST of `lines`, printed back."""
+    out, n = fuse_stmts(_ast(lines), types, MluPrinter())
+    return _print(out), n
+
+
+def same(lines: list[str]) -> list[str]:
+    """`lines` as the printer spells them (unmerged)."""
+    return _print(_ast(lines))
+
+
 def fuse(*lines: str) -> list[str]:
-    out, _ = fuse_lines([f"  {x}" for x in lines], TYPES)
+    out, _ = fuse_lines(list(lines), TYPES)
     return [x.strip() for x in out]
 
 
@@ -71,7 +130,7 @@ def test_not_merged(lines):
 def test_liveness_outside_the_run():
     run = ["  __bang_mul(t, a, b, 256);", "  __bang_add(y, t, g, 256);"]
     stored = ["for (int i = 0; i < 4; i++) {", *run, "  __memcpy(x, t, 1024, NRAM2GDRAM);", "}"]
-    assert fuse_lines(stored, TYPES) == (stored, 0)
+    assert fuse_lines(stored, TYPES) == (same(stored), 0)
     # around the loop: the run reads t before writing it, so the next iteration would see the product
     wrap = ["for (int i = 0; i < 4; i++) {", "  __bang_add(u, t, g, 256);", *run, "}"]
     assert fuse_lines(wrap, TYPES)[1] == 0
@@ -124,7 +183,8 @@ def test_random_programs_keep_their_values():
             s = f"{rng.choice([0.5, -1.25, 3.0])}f"
             lines.append("    " + str(rng.choice(_FORMS)).format(d=d, x=x, y=y, s=s))
         body = _BODY.replace("BODY", "\n".join(lines)).splitlines()   # the whole body, as emit.py passes it
-        fused, n = fuse_lines(body, TYPES)
+        fused, n = fuse_lines(body[:-1], TYPES)
+        fused.append("}")
         merged += n
         data = np.random.default_rng(0).uniform(-2, 2, 1088).astype(np.float32)
         outs = []
