@@ -245,15 +245,18 @@ class _Walker:
         t, _ = self.types.get(s.target.name, (None, None))
         if t is None:
             return
-        ops: list[tuple[str, int]] = []
-        _ops(s.value, math.prod(_extents(s.target, t, env)), self.types, env, ops)
-        for cls, n in ops:
+        extents = _extents(s.target, t, env)
+        # a full [R, C] tile combined with an [R, 1] row vector is one vector op per row (codegen/mlu/vecops.py)
+        rows = extents[-2] if len(extents) >= 2 and extents[-1] > 1 else 0
+        ops: list[tuple[str, int, int]] = []
+        _ops(s.value, math.prod(extents), rows, self.types, env, ops)
+        for cls, n, per in ops:
             if n <= 1:
                 c.scalar += self.m.scalar_cycles
                 c.time += self.m.scalar_cycles
                 continue
-            units = math.ceil(n * t.dtype.nbytes / self.m.vector_unit_bytes)
-            cycles = self.m.vector_op_cycles + units * self.m.op_class_cycles(cls)
+            units = math.ceil(n // per * t.dtype.nbytes / self.m.vector_unit_bytes)
+            cycles = per * (self.m.vector_op_cycles + units * self.m.op_class_cycles(cls))
             c.compute += cycles
             c.time += cycles
 
@@ -262,22 +265,41 @@ class _Walker:
         c.time += self.m.sync_cluster_cycles
 
 
-def _ops(e, elems: int, types: dict, env: dict, out: list) -> None:
-    """(cost class, elements) of every vector operation of a compute expression over `elems` elements; the
-    operations under a reduction run over its operand's region."""
+def _ops(e, elems: int, rows: int, types: dict, env: dict, out: list) -> None:
+    """(cost class, elements, ops it takes) of every vector operation of a compute expression over `elems`
+    elements; the operations under a reduction run over its operand's region; an operation with an [R, 1] operand
+    on a tile of `rows` > 0 rows takes one op per row."""
     if isinstance(e, (ir.Ref, ir.Const, ir.Var)):
         return
+    per = 1
     if isinstance(e, ir.Reduce):
         arg = next((x for x in walk(e.arg) if isinstance(x, ir.Ref)), None)
         if arg is not None and arg.name in types:
             elems = math.prod(_extents(arg, types[arg.name][0], env))
-        out.append(("reduce", elems))
-    elif isinstance(e, ir.Call):
-        out.append(("convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else
-                    "div" if e.fn in DIV else "simple", elems))
+        out.append(("reduce", elems, 1))
     else:
-        out.append(("div" if getattr(e, "op", "") in DIV else "simple", elems))
-    map_children(e, lambda x: _ops(x, elems, types, env, out) or x)
+        if rows and any(_row_vector(x, types) for x in _children(e)):
+            per = rows
+        if isinstance(e, ir.Call):
+            out.append(("convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else
+                        "div" if e.fn in DIV else "simple", elems, per))
+        else:
+            out.append(("div" if getattr(e, "op", "") in DIV else "simple", elems, per))
+    map_children(e, lambda x: _ops(x, elems, rows, types, env, out) or x)
+
+
+def _children(e) -> list:
+    kids: list = []
+    map_children(e, lambda x: kids.append(x) or x)
+    return kids
+
+
+def _row_vector(x, types: dict) -> bool:
+    """An [R, 1] tile operand (a per-row statistic)."""
+    if not isinstance(x, ir.Ref) or x.name not in types:
+        return False
+    shape = types[x.name][0].shape
+    return len(shape) >= 2 and shape[-1] == 1
 
 
 def _extents(r: ir.Ref, t: ir.TensorType, env: dict) -> list[int]:

@@ -34,7 +34,8 @@ def stream_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     persistent = set(core) | set(unit_ins) | {op.dst.name for op in unit_ops + acc_ops}
     for n in unit_ins + tile_ins:
         kb.bufs.of[n] = kb.bufs.new(f"{n}_t", t.inputs[n])
-    for n in persistent - set(core) - set(unit_ins):
+    own = persistent - set(core) - set(unit_ins)
+    for n in dict.fromkeys(op.dst.name for op in t.ops if op.dst.name in own):   # program order (not set order)
         kind = next(op.dst.kind for op in t.ops if op.dst.name == n)
         kb.bufs.of[n] = kb.bufs.new(f"{n}_t", kind)
     for n in accs:
