@@ -13,6 +13,7 @@ from gir.passes.schedule_mlu.opbyop import statement_items
 from gir.passes.schedule_mlu.placement import NoTileFits
 from gir.passes.schedule_mlu.recipes import RECIPES, Setting, best, describe, missed as _missed, search
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
+from gir.passes.schedule_mlu.segments import Unfused, describe as describe_split, split as split_segments
 from gir.passes.schedule_mlu.vecprep import prepare_kernels
 
 MODES = ("fused", "opbyop", "scalar")
@@ -58,13 +59,15 @@ def _refs(e):
 
 def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allow_sram: bool = True,
                  tasks: int = 32, max_rows: int = 64, nram: int = 768 * 1024, remarks: list | None = None,
-                 choices: list | None = None) -> ir.Func:
+                 choices: list | None = None, split: bool = True) -> ir.Func:
     """Explicit MLU GIR for `func` at `sizes` (verified). Falls back to scalar kernels outside the row model.
     `nram`: the NRAM bytes the schedules may plan for (smaller values force chunked long rows in tests).
     `remarks`: a list that receives a located missed `gir.passes.remarks.Remark` for every slower fallback
     taken in `mode="fused"` (a function split op by op, chunked long rows, a statement left as a scalar kernel).
     `choices`: a list that receives one line per search over the recipes (recipes.describe: the winner, its
-    estimate and the other candidates'), for the pass's analysis remarks."""
+    estimate and the other candidates'), for the pass's analysis remarks. `split`: a multi-statement function no
+    recipe covers is split into the consecutive segments the cost model prefers (segments.py); False raises
+    segments.Unfused instead (the split's own segments)."""
     from gir.limits import refuse_empty_tensors, refuse_f64
     from gir.passes.analysis.index_bounds import clamp_func
     from gir.passes.builtin.argreduce import lower_arg_reductions
@@ -76,12 +79,13 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
     try:
-        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices)
+        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
     except NoTileFits as e:
         raise GirError(f"function '{func.name}': {e.message}", func.loc) from None
 
 
-def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None) -> ir.Func:
+def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,
+              split=True) -> ir.Func:
     from gir.passes.schedule_mlu.scan import has_scan, scan_items
     full = specialize(func, sizes)
     # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
@@ -114,12 +118,27 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
                 choices.append(describe(pick, found.candidates))
         elif found.no_fit is not None:
             raise found.no_fit
+        elif not split and len(info.stmts) > 1:
+            raise Unfused(func.name)
         else:
-            mode = "opbyop"
-            if len(info.stmts) > 1:
-                _missed(remarks, f"function '{func.name}' is not fused on the MLU: no fused schedule covers it as "
-                                 f"a whole ({'; '.join(found.why_not)}); each statement is its own kernel, "
-                                 "intermediates go through GDRAM", func.loc)
+            why = f"function '{func.name}' is not fused on the MLU: no fused schedule covers it as a whole " \
+                  f"({'; '.join(found.why_not)})"
+            sp = split_segments(spec, types, lambda sub, r, c: schedule_mlu(
+                sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False)) \
+                if len(info.stmts) > 1 else None
+            if sp is not None:   # consecutive segments, each fused (segments.py)
+                items.extend(sp.items)
+                mode = "done"
+                if remarks is not None:
+                    remarks.extend(sp.remarks)
+                if choices is not None:
+                    choices.extend(sp.choices)
+                _missed(remarks, f"{why}; {describe_split(sp)}, intermediates through GDRAM", func.loc)
+            else:
+                mode = "opbyop"
+                if len(info.stmts) > 1:
+                    _missed(remarks, f"{why}; each statement is its own kernel, intermediates go through GDRAM",
+                            func.loc)
     if mode == "opbyop" and len(info.stmts) == 1:   # one statement: op-by-op is the fused schedule
         setting = Setting(f"{func.name}_mlu", tasks, nram, allow_sram, max_rows, False)
         for r in RECIPES:

@@ -1,0 +1,122 @@
+"""A function no MLU recipe covers as a whole, split into consecutive segments by the cost model.
+
+When no recipe maps a multi-statement function (recipes.py), it used to run op by op: one kernel per statement,
+every intermediate through GDRAM. Here every run of consecutive statements (in program order, which is a
+dependence order) is scheduled as a function of its own -- its inputs the names it reads and does not produce
+(parameters or values of earlier statements), its outputs the values it produces that are results or that later
+statements read (kept in GDRAM) -- with `split=False` (a run no recipe covers is not a candidate), and dynamic
+programming over the prefixes finds the split whose estimated time (passes/schedule_mlu/cost.py, the sum over its
+kernels) is the lowest: O(n^2) runs for n statements. The op-by-op program is one of the splits (every statement
+alone), so the split is never estimated slower; a column mean followed by a row normalisation of the centred
+values (`cm[j] = mean(x[i, j])`, `rs[i] = sum(d * d)`, `y = d / sqrt(rs + 1)`) becomes a column reduction and one
+row kernel instead of three kernels that read x three times.
+
+Segments are scheduled without merged-axis views (as the op-by-op baseline: their kernels share the function's
+declared tensors).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gir import ir
+from gir.errors import GirError
+from gir.walk import walk
+
+MAX_STMTS = 8   # beyond this the split is not searched (the op-by-op program stands): n (n + 1) / 2 schedules
+
+
+class Unfused(Exception):
+    """A multi-statement function no recipe covers (schedule_mlu with `split=False`)."""
+
+
+@dataclass
+class Split:
+    segments: list[list[str]]    # the targets of each segment's statements
+    items: list                  # GDRAM temporaries, then every segment's kernels in order
+    seconds: float
+    remarks: list
+    choices: list
+
+
+def part_function(func: ir.Func, idx: list[int], types: dict, name: str) -> ir.Func | None:
+    """The statements `idx` (positions among func's assignments, sizes specialised) as a function: inputs the names
+    they read and do not produce, outputs what they produce that func returns or other statements read; None when
+    they output nothing."""
+    assigns = [s for s in func.body if isinstance(s, ir.Assign)]
+    reads = [{x.name for x in walk(a.value) if isinstance(x, ir.Ref)} for a in assigns]
+    params = {p.name: p for p in func.params}
+    results = {p.name: p for p in func.results}
+    produced = [assigns[i].target.name for i in idx]
+    inputs = sorted({n for i in idx for n in reads[i]} - set(produced))
+    later = {n for i, r in enumerate(reads) if i not in idx for n in r}
+    outputs = [n for n in produced if n in results or n in later]
+    if not outputs:
+        return None
+    return ir.Func(name, tuple(params.get(n) or ir.Param(n, types[n], loc=func.loc) for n in inputs),
+                   tuple(results.get(n) or ir.Param(n, types[n], loc=func.loc) for n in outputs),
+                   tuple(assigns[i] for i in idx), loc=func.loc)
+
+
+def split(spec: ir.Func, types: dict, schedule) -> Split | None:
+    """The cheapest split of `spec`'s statements into consecutive segments with at least one segment of two or
+    more statements, or None (one statement, too many, or no such split schedules). `schedule(sub, remarks,
+    choices)` schedules one segment's function with `split=False`."""
+    from gir.passes.schedule_mlu.cost import estimate
+    from gir.passes.schedule_mlu.opbyop import _ACTIVE
+    n = sum(isinstance(s, ir.Assign) for s in spec.body)
+    if n < 2 or n > MAX_STMTS:
+        return None
+    memo: dict[tuple[int, int], tuple | None] = {}
+
+    def seg(a: int, b: int):
+        if (a, b) not in memo:
+            sub = part_function(spec, list(range(a, b)), types, f"{spec.name}_p{a}_{b}")
+            if sub is None:
+                memo[a, b] = (0.0, None, [], [])
+                return memo[a, b]
+            remarks: list = []
+            choices: list = []
+            _ACTIVE.add(sub.name)   # no merged-axis views: the segments' kernels share the declared tensors
+            try:
+                done = schedule(sub, remarks, choices)
+                memo[a, b] = (estimate(done).seconds, done, remarks, choices)
+            except (Unfused, GirError, ValueError, KeyError):
+                memo[a, b] = None
+            finally:
+                _ACTIVE.discard(sub.name)
+        return memo[a, b]
+
+    best: list = [(0.0, [])] + [None] * n
+    for k in range(1, n + 1):
+        for j in range(k):
+            s = seg(j, k)
+            if s is None or best[j] is None:
+                continue
+            cost = best[j][0] + s[0]
+            if best[k] is None or cost < best[k][0]:
+                best[k] = (cost, best[j][1] + [(j, k)])
+    if best[n] is None or all(b - a == 1 for a, b in best[n][1]):
+        return None
+    assigns = [s for s in spec.body if isinstance(s, ir.Assign)]
+    results = {p.name for p in spec.results}
+    items: list = []
+    crossing: dict[str, ir.TensorType] = {}
+    remarks: list = []
+    choices: list = []
+    for a, b in best[n][1]:
+        _, done, r, c = memo[a, b]
+        if done is None:
+            continue
+        crossing.update({p.name: p.type for p in done.results if p.name not in results})
+        items.extend(x for x in done.body)
+        remarks += r
+        choices += c
+    allocs = [ir.Alloc(name, t, ir.Level.gdram, loc=spec.loc) for name, t in crossing.items()]
+    segments = [[assigns[i].target.name for i in range(a, b)] for a, b in best[n][1]]
+    return Split(segments, allocs + items, best[n][0], remarks, choices)
+
+
+def describe(sp: Split) -> str:
+    parts = " ".join("[" + ", ".join(f"'{t}'" for t in s) + "]" for s in sp.segments)
+    return f"it runs as {len(sp.segments)} segments {parts} (estimate {sp.seconds * 1e6:.1f} us)"
+
