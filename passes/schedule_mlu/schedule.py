@@ -100,12 +100,20 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         if len(info.stmts) == 1:
             items.extend(scan_items(spec, info, tasks, remarks))
             mode = "done"
+        elif not split:
+            raise Unfused(func.name)
         else:
-            if mode == "fused":
-                _missed(remarks, f"function '{func.name}' holds scans: each statement is its own MLU kernel "
-                                 "(scans are not fused with other statements), intermediates go through GDRAM",
-                        func.loc)
-            mode = "opbyop"
+            sp = _split(spec, types, sizes, allow_sram, tasks, max_rows, nram) if mode == "fused" else None
+            why = f"function '{func.name}' holds scans (scans are not fused with other statements)"
+            if sp is not None:   # the other statements in fused segments (segments.py)
+                mode = "done"
+                _take_split(sp, items, remarks, choices)
+                _missed(remarks, f"{why}: {describe_split(sp)}, intermediates through GDRAM", func.loc)
+            else:
+                if mode == "fused":
+                    _missed(remarks, f"{why}: each statement is its own MLU kernel, intermediates go through "
+                                     "GDRAM", func.loc)
+                mode = "opbyop"
     if mode == "fused":   # every MLU recipe is a candidate, ranked by the cost model (recipes.py)
         setting = Setting(f"{func.name}_mlu", tasks, nram, allow_sram, max_rows, _views_ok())
         found = search(full, spec, info, setting, _compulsory(spec))
@@ -123,16 +131,10 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         else:
             why = f"function '{func.name}' is not fused on the MLU: no fused schedule covers it as a whole " \
                   f"({'; '.join(found.why_not)})"
-            sp = split_segments(spec, types, lambda sub, r, c: schedule_mlu(
-                sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False)) \
-                if len(info.stmts) > 1 else None
+            sp = _split(spec, types, sizes, allow_sram, tasks, max_rows, nram) if len(info.stmts) > 1 else None
             if sp is not None:   # consecutive segments, each fused (segments.py)
-                items.extend(sp.items)
                 mode = "done"
-                if remarks is not None:
-                    remarks.extend(sp.remarks)
-                if choices is not None:
-                    choices.extend(sp.choices)
+                _take_split(sp, items, remarks, choices)
                 _missed(remarks, f"{why}; {describe_split(sp)}, intermediates through GDRAM", func.loc)
             else:
                 mode = "opbyop"
@@ -172,6 +174,20 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         out = dataclasses.replace(full, body=tuple(_located(x, func.loc) for x in items))
     verify_module(ir.Module((out,)))
     return out
+
+
+def _split(spec, types, sizes, allow_sram, tasks, max_rows, nram):
+    """The cost model's split of `spec` into consecutive fused segments, or None (segments.py)."""
+    return split_segments(spec, types, lambda sub, r, c: schedule_mlu(
+        sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False))
+
+
+def _take_split(sp, items: list, remarks, choices) -> None:
+    items.extend(sp.items)
+    if remarks is not None:
+        remarks.extend(sp.remarks)
+    if choices is not None:
+        choices.extend(sp.choices)
 
 
 def _compulsory(spec: ir.Func) -> int:

@@ -83,3 +83,25 @@ def test_too_many_statements_are_not_searched():
     spec = specialize(parse_text(text, "long.gir").funcs[0], {"M": 8, "N": 8})
     calls = []
     assert split(spec, dict(func_info(spec).types), lambda *a: calls.append(a)) is None and not calls
+
+
+SCANMIX = """func scanmix(x: f32[M, N]) -> (y: f32[M, N]) {
+  m[i] = max(x[i, j])
+  e[i, j] = exp(x[i, j] - m[i])
+  s[i] = sum(e[i, j])
+  y[i, j] = cumsum(e[i, j] / s[i], j)
+}
+"""
+
+
+@pytest.mark.parametrize("sizes", [{"M": 1, "N": 1}, {"M": 33, "N": 131}, {"M": 256, "N": 512}])
+def test_a_scan_after_fused_statistics_is_two_segments(sizes):
+    f = parse_text(SCANMIX, "scanmix.gir").funcs[0]
+    remarks: list = []
+    out = schedule_mlu(f, sizes, remarks=remarks)
+    assert len(out.kernels) < len(schedule_mlu(f, sizes, mode="opbyop").kernels)
+    assert any("holds scans" in r.message and "segments ['m', 'e', 's'] ['y']" in r.message for r in remarks)
+    x = random_inputs(f, sizes, np.random.default_rng(3))
+    got = run_func(f, x, sizes).outputs["y"]
+    want = evaluate(f, x, sizes, compute_dtype=np.float64)["y"]
+    assert np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30) < 1e-5
