@@ -105,7 +105,13 @@ class VecEmitter:
                     raise GirError(f"no MLU conversion from {a.dtype} to {dst.dtype}", value.loc)
                 # the same logical layout on both sides; a 1-byte buffer's length also holds the padding that
                 # keeps its pipeline slots 128-byte aligned (codegen/mlu/emit.py), which the wider side lacks
-                self.out.append(call(name, dst.ptr, a.ptr, min(dst.length, a.length)))
+                n = min(dst.length, a.length)
+                # whole 128-byte units on the narrow side too: rows at an offset of an f32 slab are rounded to 32
+                # elements (emit.py `opd`), 64 bytes of half; such regions are sub-tiles of row-padded slabs, so the
+                # rounded length stays inside both buffers
+                if min(L.device_nbytes(dst.dtype), L.device_nbytes(a.dtype)) == 2:
+                    n = L.round_up(n, L.VECTOR_ALIGN // 2)
+                self.out.append(call(name, dst.ptr, a.ptr, n))
                 return
         raise GirError("compute not supported by the MLU vector emitter (use scalar tiles)", getattr(value, "loc", None))
 

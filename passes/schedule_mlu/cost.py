@@ -11,9 +11,13 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
   expressions take their branch;
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
   traffic counted in `dma_granularity` segments, at min(core DMA port, GDRAM bandwidth / busy tasks);
-* a compute statement costs one vector op per operation of its expression (`vector_op_cycles` to issue plus
-  128-byte units x the class's cycles: simple, div, special, reduce, convert -- the classes of workcount.py);
-  an operation on a single element costs `scalar_cycles` on the control thread instead;
+* a compute statement costs what codegen/mlu/vecops.py emits for it: one vector op per operation of its
+  expression (`vector_op_cycles` plus 128-byte units x the class's cycles: simple, div, special, reduce,
+  convert -- the classes of workcount.py) over the emitter's length (a whole padded tile from row 0, rows at an
+  offset rounded to whole units), one op per row where a full tile meets an [R, 1] operand, a fill and a select
+  before a reduction over padded columns; scalar code (single elements, an [R, 1] vector summed into one
+  element) costs `scalar_cycles` per statement and `scalar_access_cycles` per element access on the control
+  thread, and every instruction one statement to issue;
 * `sync @cluster` and all-core syncs cost their barrier cycles;
 * a task's time is max(IO, compute + scalar) when the kernel's loops can overlap loads with compute (the
   software-pipeline pass runs after the schedule) and the sum otherwise; a kernel takes its slowest task.
@@ -30,6 +34,7 @@ from gir import ir
 from gir.affine import eval_int, free_vars
 from gir.walk import map_children, walk
 from gir.passes.machines import MLU370, MluMachine
+from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 
@@ -103,7 +108,8 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
     movers = n
     for _ in range(2):
         rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / movers)
-        walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units")
+        walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units",
+                         dict(k.attrs).get("layout") == "dense")
         costs = []
         for env, body in tasks:
             c = TaskCost()
@@ -140,10 +146,12 @@ def _all_stmts(body):
 
 
 class _Walker:
-    def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool):
+    def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool):
         # through: a `pipeline=units` kernel, whose work-unit loop is pipelined through the one-trip loops that
         # decode a unit's indices (swpipe.py)
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
+        self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
+        self.env: dict = {}
         self.memo: dict = {}
 
     def block(self, body, env: dict, c: TaskCost) -> None:
@@ -242,50 +250,112 @@ class _Walker:
         c.time += cycles
 
     def stmt_Assign(self, s: ir.Assign, env, c) -> None:
-        t, _ = self.types.get(s.target.name, (None, None))
+        t, level = self.types.get(s.target.name, (None, None))
         if t is None:
             return
-        extents = _extents(s.target, t, env)
-        # a full [R, C] tile combined with an [R, 1] row vector is one vector op per row (codegen/mlu/vecops.py)
-        rows = extents[-2] if len(extents) >= 2 and extents[-1] > 1 else 0
-        ops: list[tuple[str, int, int]] = []
-        _ops(s.value, math.prod(extents), rows, self.types, env, ops)
-        for cls, n, per in ops:
-            if n <= 1:
-                c.scalar += self.m.scalar_cycles
-                c.time += self.m.scalar_cycles
-                continue
-            units = math.ceil(n // per * t.dtype.nbytes / self.m.vector_unit_bytes)
-            cycles = per * (self.m.vector_op_cycles + units * self.m.op_class_cycles(cls))
-            c.compute += cycles
+        if level != ir.Level.nram:   # scalar code on single elements
+            c.scalar += self.m.scalar_cycles
+            c.time += self.m.scalar_cycles
+            return
+        self.env = env
+        dst = self.vector(s.target)
+        m = self.m
+        refs = sum(1 for x in walk(s.value) if isinstance(x, ir.Ref)) + 1
+        leaves = [x for x in walk(s.value) if isinstance(x, ir.Ref) and x.name in self.types]
+        single = all(math.prod(_extents(x, self.types[x.name][0], env)) == 1 for x in leaves + [s.target])
+        if (dst.kind == "scalar" and all(self.vector(x).kind == "scalar" for x in leaves)) or \
+                (self.through and single):   # (single elements of vectors in `pipeline=units` kernels: emit.py)
+            # scalar code on single elements: a statement and its element accesses on the control thread
+            cycles = m.scalar_cycles + refs * m.scalar_access_cycles
+            c.scalar += cycles
             c.time += cycles
+            return
+        ops: list[tuple[str, int, int]] = []
+        _ops(s.value, dst, self, env, ops)
+        nbytes = t.dtype.nbytes
+        for cls, n, per in ops:
+            if cls == "scalar-loop":   # an [R, 1] row vector summed into one element: a scalar loop of n rows
+                cycles = n * (2 * m.scalar_cycles + 3 * m.scalar_access_cycles)
+                c.scalar += cycles
+                c.time += cycles
+                continue
+            if n <= 1:
+                c.scalar += m.scalar_cycles
+                c.time += m.scalar_cycles
+                continue
+            units = math.ceil(n // per * nbytes / m.vector_unit_bytes)
+            cycles = per * (m.vector_op_cycles + units * m.op_class_cycles(cls))
+            # issuing: one statement per instruction; per row also the loop and the row's element read
+            issue = per * m.scalar_cycles + (per - 1) * (m.scalar_cycles + m.scalar_access_cycles)
+            c.compute += cycles
+            c.scalar += issue
+            c.time += cycles
+
+    def vector(self, r: ir.Ref) -> "_Vec":
+        """The vector operand the emitter makes of an @nram region (codegen/mlu/emit.py `opd`): its kind and the
+        elements its instructions cover (whole padded tiles from row 0; a region of rows at an offset)."""
+        t = self.types[r.name][0]
+        shape, index = tuple(t.shape), tuple(r.index)
+        if len(shape) == 3 or (len(shape) == 2 and len(index) == 3):   # a slotted tile: the slot index goes
+            shape, index = shape[1:], index[1:]
+        ext = _extents(ir.Ref(r.name, index), ir.TensorType(t.dtype, shape), {**self.env})
+        if len(shape) == 2 and shape[1] == 1:
+            return _Vec("row", L.phys_elems(shape), ext[0], 1, 1)
+        if len(shape) == 1:
+            return _Vec("col" if shape[0] > 1 else "scalar", L.phys_elems(shape) if shape[0] > 1 else 1, 1,
+                        shape[0], ext[0] if ext else 1)
+        if len(shape) != 2:
+            return _Vec("scalar", 1, 1, 1, 1)
+        pitch = shape[1] if self.dense else L.pitch(shape)
+        start = index[0].start if isinstance(index[0], ir.Slice) else index[0]
+        if isinstance(index[0], ir.Slice) and not free_vars(start) and _int(start, {}) == 0:   # (as the emitter
+            # reads it: a start of constant 0, not one that is 0 in this iteration)
+            n = L.round_up(shape[0] * shape[1], L.PITCH) if self.dense else L.phys_elems(shape)
+        else:
+            n = L.round_up(ext[0] * pitch, 32 if L.device_nbytes(t.dtype) == 4 else L.PITCH)
+        return _Vec("full", n, ext[0], pitch, ext[1] if len(ext) > 1 else 1)
 
     def stmt_XReduce(self, s: ir.XReduce, env, c) -> None:
         c.scalar += self.m.sync_cluster_cycles
         c.time += self.m.sync_cluster_cycles
 
 
-def _ops(e, elems: int, rows: int, types: dict, env: dict, out: list) -> None:
-    """(cost class, elements, ops it takes) of every vector operation of a compute expression over `elems`
-    elements; the operations under a reduction run over its operand's region; an operation with an [R, 1] operand
-    on a tile of `rows` > 0 rows takes one op per row."""
+@dataclass(frozen=True)
+class _Vec:
+    kind: str      # full | row | col | scalar (codegen/mlu/vecops.py)
+    length: int    # elements one instruction covers
+    rows: int      # rows of the region
+    pitch: int     # elements per row of the buffer
+    cols: int      # columns of the region
+
+
+def _ops(e, dst: _Vec, walker: "_Walker", env: dict, out: list) -> None:
+    """(cost class, elements, instructions) of the vector work of a compute expression written to `dst`, as
+    codegen/mlu/vecops.py emits it: one instruction per operation over dst's length; one per row where a full
+    tile meets an [R, 1] operand; a reduction over its operand's length, with a fill and a select first where
+    the reduced columns do not fill the rows (padded pitch) or the vector."""
     if isinstance(e, (ir.Ref, ir.Const, ir.Var)):
         return
-    per = 1
     if isinstance(e, ir.Reduce):
         arg = next((x for x in walk(e.arg) if isinstance(x, ir.Ref)), None)
-        if arg is not None and arg.name in types:
-            elems = math.prod(_extents(arg, types[arg.name][0], env))
-        out.append(("reduce", elems, 1))
+        src = walker.vector(arg) if arg is not None and arg.name in walker.types else dst
+        if src.kind == "row" and dst.kind == "scalar":   # vecops: a scalar loop over the rows
+            out.append(("scalar-loop", src.rows, 1))
+            return
+        masked = (src.kind == "full" and e.axes == (1,) and src.cols != src.pitch) or \
+            (src.kind == "col" and src.cols < src.length)
+        if masked:
+            out += [("simple", src.length, 1), ("simple", src.length, 1)]
+        out.append(("reduce", src.length, 1))
+        map_children(e, lambda x: _ops(x, src, walker, env, out) or x)
+        return
+    per = dst.rows if dst.kind == "full" and any(_row_vector(x, walker.types) for x in _children(e)) else 1
+    if isinstance(e, ir.Call):
+        cls = "convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else "div" if e.fn in DIV else "simple"
     else:
-        if rows and any(_row_vector(x, types) for x in _children(e)):
-            per = rows
-        if isinstance(e, ir.Call):
-            out.append(("convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else
-                        "div" if e.fn in DIV else "simple", elems, per))
-        else:
-            out.append(("div" if getattr(e, "op", "") in DIV else "simple", elems, per))
-    map_children(e, lambda x: _ops(x, elems, rows, types, env, out) or x)
+        cls = "div" if getattr(e, "op", "") in DIV else "simple"
+    out.append((cls, dst.length if per == 1 else dst.rows * dst.pitch, per))
+    map_children(e, lambda x: _ops(x, dst, walker, env, out) or x)
 
 
 def _children(e) -> list:

@@ -104,17 +104,18 @@ RECIPES = (Recipe("rows", _rows), Recipe("columns", _columns), Recipe("permute",
 
 @dataclass
 class Search:
-    """The outcome: the candidates in recipe order, why the other recipes do not apply, and a recipe's
-    NoTileFits (a kernel that cannot fit whatever the recipe does)."""
+    """The outcome: the candidates in recipe order, why the other recipes do not apply, a recipe's NoTileFits (a
+    kernel that cannot fit whatever the recipe does) and the recipes that failed with an internal error."""
     candidates: list[Candidate]
     why_not: list[str]
     no_fit: NoTileFits | None = None
+    errors: list[str] = dataclasses.field(default_factory=list)   # recipes that failed with an internal error
 
 
 def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -> Search:
     """Every recipe of RECIPES on `spec` (the function with unread inputs dropped; `full` declares them all)."""
     from gir.passes.schedule_mlu.vecprep import prepare_kernels
-    cands, why, no_fit = [], [], None
+    cands, why, no_fit, errors = [], [], None, []
     for r in RECIPES:
         remarks: list = []
         try:
@@ -125,6 +126,15 @@ def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -
         except NoTileFits as e:
             why.append(f"{r.name}: {e.message}")
             no_fit = no_fit or e
+            continue
+        except GirError as e:   # a refusal the recipe locates (an operand form it does not take)
+            why.append(f"{r.name}: {e.message}")
+            continue
+        except (AssertionError, TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            # a recipe's internal error: the others still compete; schedule.py reports it as a missed remark
+            errors.append(f"recipe '{r.name}' failed with an internal error ({type(e).__name__}: {e}); "
+                          "it was not considered")
+            why.append(f"{r.name}: internal error")
             continue
         func = _as_func(full, got)
         func = dataclasses.replace(func, body=tuple(prepare_kernels(list(func.body), st.nram)))
@@ -138,7 +148,7 @@ def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -
         dec = Decision(r.name, team="core", threads=st.tasks, notes={"kernels": len(func.kernels)})
         cands.append(Candidate(dec, r.name, seconds, gdram, 0.0, compulsory, lambda name, f=func: f, func,
                                {"remarks": remarks, "estimate": est}))
-    return Search(cands, why, no_fit)
+    return Search(cands, why, no_fit, errors)
 
 
 def best(cands: list[Candidate]) -> Candidate | None:

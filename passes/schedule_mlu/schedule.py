@@ -117,6 +117,8 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     if mode == "fused":   # every MLU recipe is a candidate, ranked by the cost model (recipes.py)
         setting = Setting(f"{func.name}_mlu", tasks, nram, allow_sram, max_rows, _views_ok())
         found = search(full, spec, info, setting, _compulsory(spec))
+        for message in found.errors:   # not silent: a recipe that crashed is a compiler bug to report
+            _missed(remarks, f"function '{func.name}': {message}", func.loc)
         pick = best(found.candidates)
         if pick is not None:
             chosen = pick.config
@@ -200,7 +202,8 @@ def _views_ok() -> bool:
     """Whether a schedule may view the tensors with merged axes: not inside the op-by-op baseline's scheduling of
     one statement (opbyop.py), whose caller keeps only the kernels and declares the tensors as they are."""
     from gir.passes.schedule_mlu.opbyop import _ACTIVE
-    return not _ACTIVE
+    from gir.passes.schedule_mlu.segments import NO_VIEWS
+    return not _ACTIVE and not NO_VIEWS
 
 
 def _located(node, loc):

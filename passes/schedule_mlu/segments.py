@@ -25,6 +25,10 @@ from gir.walk import walk
 MAX_STMTS = 8   # beyond this the split is not searched (the op-by-op program stands): n (n + 1) / 2 schedules
 
 
+NO_VIEWS: set = set()   # segments being scheduled: no merged-axis views (schedule._views_ok); unlike the op-by-op
+#                         baseline's own guard (opbyop._ACTIVE) this keeps its statement splitting available
+
+
 class Unfused(Exception):
     """A multi-statement function no recipe covers (schedule_mlu with `split=False`)."""
 
@@ -62,7 +66,6 @@ def split(spec: ir.Func, types: dict, schedule) -> Split | None:
     more statements, or None (one statement, too many, or no such split schedules). `schedule(sub, remarks,
     choices)` schedules one segment's function with `split=False`."""
     from gir.passes.schedule_mlu.cost import estimate
-    from gir.passes.schedule_mlu.opbyop import _ACTIVE
     n = sum(isinstance(s, ir.Assign) for s in spec.body)
     if n < 2 or n > MAX_STMTS:
         return None
@@ -76,14 +79,14 @@ def split(spec: ir.Func, types: dict, schedule) -> Split | None:
                 return memo[a, b]
             remarks: list = []
             choices: list = []
-            _ACTIVE.add(sub.name)   # no merged-axis views: the segments' kernels share the declared tensors
+            NO_VIEWS.add(sub.name)   # no merged-axis views: the segments' kernels share the declared tensors
             try:
                 done = schedule(sub, remarks, choices)
                 memo[a, b] = (estimate(done).seconds, done, remarks, choices)
-            except (Unfused, GirError, ValueError, KeyError):
-                memo[a, b] = None
+            except (Unfused, GirError, ValueError, KeyError, AssertionError, TypeError, IndexError):
+                memo[a, b] = None   # not a candidate (a recipe's refusal or failure on this run)
             finally:
-                _ACTIVE.discard(sub.name)
+                NO_VIEWS.discard(sub.name)
         return memo[a, b]
 
     best: list = [(0.0, [])] + [None] * n

@@ -65,6 +65,14 @@ def _scope(t: Tiles, name: str, kind: str, chunks: int) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ buffers
+def rounding_tile(dt: ir.DType, kind: str) -> str:
+    """The 16-bit tile a value is rounded through (`f16(...)` inside an expression), one per element type and
+    tile kind: a program rounding a full tile and a column vector needs two (one name with two shapes was a
+    rank error)."""
+    return f"r{dt.value}_" if kind == FULL else f"r{dt.value}_{kind}_"
+
+
+# ------------------------------------------------------------------------------------------------ buffers
 class Buffers:
     """NRAM tiles of one kernel: one buffer per (scope, value), temporaries of a scope shared by liveness."""
 
@@ -215,7 +223,7 @@ class KernelBuilder:
             return []
         if fn in ("r16", "rbf16"):
             dt = ir.DType.f16 if fn == "r16" else ir.DType.bf16
-            h = self.bufs.new(f"r{dt.value}_", op.dst.kind, dt)
+            h = self.bufs.new(rounding_tile(dt, op.dst.kind), op.dst.kind, dt)
             hreg = region(h, op.dst.kind, nr, nw)
             src = arg(op.args[0])
             if op.args[0].kind != op.dst.kind:

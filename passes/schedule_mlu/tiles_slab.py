@@ -13,7 +13,8 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, Op, Tiles, Val, _has
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
-                                                   _kernel, _prod, _unit_loop, decode_loops, op_value, region)
+                                                   _kernel, _prod, _unit_loop, decode_loops, op_value, region,
+                                                   rounding_tile)
 
 
 TRED = ("tsum", "tmax", "tmin")
@@ -282,7 +283,7 @@ def _compute_at(kb: KernelBuilder, op: Op, arg, dst, nr: int, nw: int) -> list:
     a 16-bit tile)."""
     if op.fn in ("r16", "rbf16"):
         dt = ir.DType.f16 if op.fn == "r16" else ir.DType.bf16
-        h = kb.bufs.new(f"r{dt.value}_", op.dst.kind, dt)
+        h = kb.bufs.new(rounding_tile(dt, op.dst.kind), op.dst.kind, dt)
         hreg = region(h, op.dst.kind, nr, nw)
         src = arg(op.args[0])
         pre = []

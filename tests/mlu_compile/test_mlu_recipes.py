@@ -139,3 +139,18 @@ def test_row_statistics_applied_per_row_are_costed_per_row():
     times = {c.strategy: _simulated(c, sizes) for c in found.candidates}
     assert set(times) == {"rows", "tiles"} and times["tiles"] > 1.5 * times["rows"]
     assert best(found.candidates).strategy == "rows"
+
+
+def test_a_recipe_that_crashes_is_reported_and_the_others_compete(monkeypatch):
+    import gir.passes.schedule_mlu.recipes as R
+    from gir.passes.schedule_mlu import schedule_mlu
+
+    def broken(*args):
+        raise TypeError("boom")
+    recipes = tuple(R.Recipe(r.name, broken) if r.name == "tiles" else r for r in R.RECIPES)
+    monkeypatch.setattr(R, "RECIPES", recipes)
+    remarks: list = []
+    out = schedule_mlu(parse_file("samples/softmax.gir").funcs[0], {"M": 64, "N": 96}, remarks=remarks)
+    assert len(out.kernels) == 1
+    hit = [r for r in remarks if "recipe 'tiles' failed with an internal error (TypeError: boom)" in r.message]
+    assert hit and hit[0].kind == "missed" and hit[0].loc is not None

@@ -112,12 +112,14 @@ def test_mlu_emits_one_vector_op_per_builtin():
 def test_mlu_clamp_into_its_own_upper_bound():
     """clamp(x, 0, h) into h: the max goes to a scratch tile, so h is read before it is overwritten."""
     from gir.codegen.mlu.vecops import CONST, FULL, Opd, VecEmitter
-    out: list[str] = []
+    from gir.codegen.mlu.printer import MluPrinter
+    out: list = []
     emitter = VecEmitter(out, lambda like, k=0: Opd(like.kind, f"scratch{k}", like.length, like.rows, like.pitch,
                                                     like.cols, like.prow))
     h, x = (Opd(FULL, name, 256, rows=2, pitch=128, cols=128, prow=2) for name in ("h", "x"))
     emitter.clamp(h, x, Opd(CONST, value="0.0f"), h)
-    assert out == ["__bang_maximum_scalar(scratch2, x, 0.0f, 256);", "__bang_minimum(h, scratch2, h, 256);"]
+    assert MluPrinter().block(out, 0) == ["__bang_maximum_scalar(scratch2, x, 0.0f, 256);",
+                                          "__bang_minimum(h, scratch2, h, 256);"]
 
 
 def test_mlu_workcount_classes():
