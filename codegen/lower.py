@@ -17,6 +17,7 @@ from gir.codegen.exprs import Compute, add, cname, combine, index_expr, mul, rea
 from gir.codegen.launch import LaunchPlan, extent_expr, plan_launch
 from gir import ir
 from gir.affine import Affine, free_vars, slice_extent, to_affine
+from gir.walk import stmt_exprs, walk_stmts
 from gir.errors import GirError
 
 MAX_UNROLL = 64  # loops with a constant trip count up to this get `#pragma unroll`
@@ -154,8 +155,8 @@ class KernelLowerer:
     def params(self) -> tuple[C.Param, ...]:
         used, written = set(), set()
         sizes = set()
-        for s in _walk_stmts(self.kernel.body):
-            for e in _exprs_of(s):
+        for s in walk_stmts(self.kernel.body):
+            for e in stmt_exprs(s):
                 sizes |= free_vars(e) & self.size_names
                 used |= {r.name for r in _refs(e)}
             if isinstance(s, ir.Move):
@@ -402,30 +403,6 @@ def _trip(s: ir.For) -> int | None:
     if a is None or b is None or not (b - a).is_const:
         return None
     return max(0, -(-(b - a).const // s.step))
-
-
-def _walk_stmts(body):
-    for s in body:
-        yield s
-        if isinstance(s, (ir.Parallel, ir.For)):
-            yield from _walk_stmts(s.body)
-        elif isinstance(s, ir.If):
-            yield from _walk_stmts(s.then)
-            yield from _walk_stmts(s.orelse)
-
-
-def _exprs_of(s) -> list:
-    if isinstance(s, (ir.Parallel, ir.For)):
-        return [s.lo, s.hi]
-    if isinstance(s, ir.If):
-        return [s.cond]
-    if isinstance(s, ir.Move):
-        return [s.dst, s.src]
-    if isinstance(s, ir.Assign):
-        return [s.target, s.value]
-    if isinstance(s, ir.XReduce):
-        return [s.target]
-    return []
 
 
 def _refs(e) -> list[ir.Ref]:

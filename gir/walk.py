@@ -83,3 +83,31 @@ def map_expr_pre(e, fn: Callable):
     from their mapped children (children in preorder: the order of `walk` and `reductions_preorder`)."""
     y = fn(e)
     return y if y is not e else map_children(e, lambda x: map_expr_pre(x, fn))
+
+
+def walk_stmts(body):
+    """Every statement of `body` and of the blocks inside it (parallel and for bodies, both branches of an if),
+    in program order."""
+    for s in body:
+        yield s
+        if isinstance(s, (ir.Parallel, ir.For)):
+            yield from walk_stmts(s.body)
+        elif isinstance(s, ir.If):
+            yield from walk_stmts(s.then)
+            yield from walk_stmts(s.orelse)
+
+
+def stmt_exprs(s) -> list:
+    """The expressions a statement holds itself (not those of the statements inside it): loop bounds, an if's
+    condition, a move's two regions, an assignment's target and value, an all-reduce's target."""
+    if isinstance(s, (ir.Parallel, ir.For)):
+        return [s.lo, s.hi]
+    if isinstance(s, ir.If):
+        return [s.cond]
+    if isinstance(s, ir.Move):
+        return [s.dst, s.src]
+    if isinstance(s, ir.Assign):
+        return [s.target, s.value]
+    if isinstance(s, ir.XReduce):
+        return [s.target]
+    return []

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.affine import eval_int, free_vars
-from gir.walk import map_children, walk
+from gir.walk import map_children, stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.swpipe import is_one_trip
@@ -98,7 +98,7 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
     tasks: list[tuple[dict, tuple]] = []
     _tasks(k.body, {}, tasks)
     n = max(1, len(tasks))
-    for a in _all_stmts(k.body):
+    for a in walk_stmts(k.body):
         if isinstance(a, ir.Alloc):
             types[a.name] = (a.type, a.level)
     # two walks: the first measures how many tasks share the GDRAM bandwidth (each capped by its core's DMA
@@ -136,13 +136,6 @@ def _tasks(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
     for p in pars:
         for v in range(eval_int(p.lo, env), eval_int(p.hi, env)):
             _tasks(p.body, {**env, p.var: v}, out, rest)
-
-
-def _all_stmts(body):
-    for s in body:
-        yield s
-        for sub in (getattr(s, "body", ()), getattr(s, "then", ()), getattr(s, "orelse", ())):
-            yield from _all_stmts(sub)
 
 
 class _Walker:
@@ -206,8 +199,8 @@ class _Walker:
         key = id(s)
         if key not in self.memo:
             names: set[str] = set()
-            for x in _all_stmts(s.body):
-                for e in _exprs(x):
+            for x in walk_stmts(s.body):
+                for e in stmt_exprs(x):
                     names |= free_vars(e)
             self.memo[key] = (s, names)
         return self.memo[key][1]
@@ -411,19 +404,6 @@ def _truth(e, env: dict) -> bool | None:
         return None if a is None else not a
     v = _int(e, env)
     return None if v is None else v != 0
-
-
-def _exprs(s):
-    """The expressions of a statement whose values decide costs: loop bounds, conditions, regions."""
-    if isinstance(s, (ir.For, ir.Parallel)):
-        return [s.lo, s.hi]
-    if isinstance(s, ir.If):
-        return [s.cond]
-    if isinstance(s, ir.Move):
-        return [s.dst, s.src]
-    if isinstance(s, ir.Assign):
-        return [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
-    return []
 
 
 def _round_up(n: int, k: int) -> int:
