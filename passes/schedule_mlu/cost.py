@@ -38,6 +38,8 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 
+TIE = 0.02   # estimates closer than this are ties (the earlier candidate wins): recipes.py, tiles_kernel.build
+
 _CASTS = {d.value for d in ir.DType}
 
 

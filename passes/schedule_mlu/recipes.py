@@ -29,11 +29,10 @@ from gir import ir
 from gir.errors import GirError
 from gir.passes.middle.search.candidate import Candidate
 from gir.passes.middle.search.decision import Decision
-from gir.passes.schedule_mlu.cost import estimate
+from gir.passes.schedule_mlu.cost import TIE, estimate
 from gir.passes.schedule_mlu.placement import NoTileFits
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
-TIE = 0.02   # estimates closer than this are ties: the earlier recipe wins
 
 
 @dataclass

@@ -321,7 +321,11 @@ def tile_schedule(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, 
         except (NotRowModel, NoTileFits):
             pass
     t = analyze(flat)
-    items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET))
+    from gir.passes.schedule_mlu.cost import estimate
+
+    def rank(items) -> float:   # the MLU cost model's time of the plan's kernels
+        return estimate(dataclasses.replace(flat, body=tuple(items))).seconds
+    items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET), rank)
     units = plan.parts * -(-t.n_lanes // plan.W)
     for a in t.units:
         units *= t.axes.ext[a]

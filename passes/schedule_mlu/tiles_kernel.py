@@ -99,8 +99,14 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
     return per_core * (tiles * (bt / bw + nt * LAT) + bu / bw + nu_ * LAT + 2e-6)
 
 
-def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET) -> tuple[list, Plan]:
-    """The items (kernels, GDRAM temporaries) of the cheapest plan whose tiles fit NRAM."""
+RANKED = 6   # plans that fit NRAM timed by the MLU cost model (`rank`), in the analytic estimate's order
+
+
+def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank=None) -> tuple[list, Plan]:
+    """The items (kernels, GDRAM temporaries) of the cheapest plan whose tiles fit NRAM: the first in the order of
+    `estimate` (GDRAM bytes and DMA latencies of the busiest core), or, with `rank(items) -> seconds` (the MLU
+    cost model, passes/schedule_mlu/cost.py: compute and issue costs too), the fastest of the first RANKED that
+    fit unless within cost.TIE of an earlier one."""
     cands: list[Plan] = []
     nu = _prod([t.axes.ext[a] for a in t.units])
     for w in lane_candidates(t):
@@ -123,15 +129,27 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET) -> t
                 cands.append(Plan("stream", w, r, p, dense=w % 64 == 32))
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
-    tried = 0
+    tried, fitting = 0, []
     for pl in cands:
         items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
         tried += 1
         if footprint(t, items) <= nram:
-            return items, pl
+            if rank is None:
+                return items, pl
+            fitting.append((items, pl))
+            if len(fitting) >= RANKED:
+                break
         if tried > 60:
             break
-    raise NotTile("no tile of the recipe fits NRAM")
+    if not fitting:
+        raise NotTile("no tile of the recipe fits NRAM")
+    from gir.passes.schedule_mlu.cost import TIE
+    pick, best = fitting[0], rank(fitting[0][0])
+    for items, pl in fitting[1:]:
+        seconds = rank(items)
+        if seconds < (1.0 - TIE) * best:
+            pick, best = (items, pl), seconds
+    return pick
 
 
 def _lower_bound(t: Tiles, pl: Plan) -> int:
