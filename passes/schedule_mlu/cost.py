@@ -106,18 +106,22 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
     # two walks: the first measures how many tasks share the GDRAM bandwidth (each capped by its core's DMA
     # port): the bytes of all tasks over those of the busiest (32 tasks with equal shares: 32; one task with all
     # the bytes: 1; a tail of units -- 20 tasks with 3, 12 with 2 -- 28: the tasks with more units get more
-    # bandwidth once the others are done); the second times every task at that share
-    movers = n
+    # bandwidth once the others are done); the second times every task at that share (not needed when the
+    # first walk's share, all tasks, was right)
+    movers, memo = n, {}
     for _ in range(2):
-        rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / movers)
+        share = movers
+        rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / share)
         walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units",
-                         dict(k.attrs).get("layout") == "dense")
+                         dict(k.attrs).get("layout") == "dense", memo)
         costs = []
         for env, body in tasks:
             c = TaskCost()
             walker.block(body, env, c)
             costs.append(c)
         movers = max(1.0, sum(c.gdram for c in costs) / max(1.0, max((c.gdram for c in costs), default=1.0)))
+        if abs(movers - share) < 1e-9 * share:
+            break
     times = [c.time for c in costs] or [0.0]
     slow = costs[times.index(max(times))] if costs else TaskCost()
     busy = sum(1 for c in costs if c.time > 0)
@@ -141,17 +145,40 @@ def _tasks(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
 
 
 class _Walker:
-    def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool):
+    def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool,
+                 memo: dict | None = None):
         # through: a `pipeline=units` kernel, whose work-unit loop is pipelined through the one-trip loops that
         # decode a unit's indices (swpipe.py)
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
         self.env: dict = {}
         self.memo: dict = {}
+        self.leaf_vars: dict = {}
+        self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks
+        self.keep: list = []
 
     def block(self, body, env: dict, c: TaskCost) -> None:
         for s in body:
-            getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
+            if isinstance(s, (ir.Assign, ir.Move)):   # leaves: their cost depends only on the indices they use
+                self.leaf(s, env, c)
+            else:
+                getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
+
+    def leaf(self, s, env: dict, c: TaskCost) -> None:
+        """A compute or a move, memoised on the values of the index variables it mentions (most mention none
+        that change between tasks and iterations: one evaluation serves them all)."""
+        names = self.leaf_vars.get(id(s))
+        if names is None:
+            names = tuple(sorted(set().union(*(free_vars(e) for e in stmt_exprs(s)))))
+            self.leaf_vars[id(s)] = names
+            self.keep.append(s)   # (ids stay unique while the walker lives)
+        key = (id(s), tuple(env.get(v) for v in names), self.rate if isinstance(s, ir.Move) else None)
+        got = self.leaf_memo.get(key)
+        if got is None:
+            got = TaskCost()
+            getattr(self, "stmt_" + type(s).__name__)(s, env, got)
+            self.leaf_memo[key] = got
+        c.add(got)
 
     def stmt_other(self, s, env, c) -> None:   # Alloc and anything that costs nothing
         pass

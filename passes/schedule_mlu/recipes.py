@@ -11,6 +11,7 @@ reason). The recipes, in order of preference on ties:
 | extended | scalar reductions, index values, rank > 2 rows viewed as 2-D (extended.py) |
 | groupnorm | statistics per group of channels, [CG, HW] tiles (groupnorm.py) |
 | tiles | the general tile recipe: merged-axis views, slabs, interleaved pairs (tiles.py) |
+| tiles-unmerged | the tile recipe on the declared axes |
 
 Every recipe is tried; each candidate is a `Candidate` of the shared search (passes/middle/search/candidate.py)
 with a `Decision` record and the estimate of passes/schedule_mlu/cost.py. `best` keeps the first candidate in the
@@ -97,17 +98,28 @@ def _tiles(spec, info, st: Setting, remarks) -> ir.Func:
     return tile_schedule(spec, info, st.tasks, st.nram, remarks, st.allow_sram, st.max_rows, st.views)
 
 
+def _tiles_unmerged(spec, info, st: Setting, remarks) -> ir.Func:
+    """The tile recipe on the declared axes (merging them can lose a schedule: a full reduction of a matrix
+    merged into one axis has no tile of two axes left)."""
+    from gir.passes.schedule_mlu.tiles import flatten, tile_schedule
+    if not st.views or not flatten(spec, info)[1]:
+        raise NotRowModel("the same as 'tiles' (no merged axes here)")
+    return tile_schedule(spec, info, st.tasks, st.nram, remarks, st.allow_sram, st.max_rows, False)
+
+
 RECIPES = (Recipe("rows", _rows), Recipe("columns", _columns), Recipe("permute", _permute),
-           Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles))
+           Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles),
+           Recipe("tiles-unmerged", _tiles_unmerged))
 
 
 @dataclass
 class Search:
-    """The outcome: the candidates in recipe order, why the other recipes do not apply, a recipe's NoTileFits (a
-    kernel that cannot fit whatever the recipe does) and the recipes that failed with an internal error."""
+    """The outcome: the candidates in recipe order, why the other recipes do not apply, the first located error a
+    recipe raised (NoTileFits: a kernel that cannot fit whatever the recipe does) and the recipes that failed with
+    an internal error."""
     candidates: list[Candidate]
     why_not: list[str]
-    no_fit: NoTileFits | None = None
+    no_fit: GirError | None = None
     errors: list[str] = dataclasses.field(default_factory=list)   # recipes that failed with an internal error
 
 
@@ -122,12 +134,9 @@ def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -
         except NotRowModel as e:
             why.append(f"{r.name}: {e}")
             continue
-        except NoTileFits as e:
-            why.append(f"{r.name}: {e.message}")
+        except GirError as e:   # NoTileFits (no tile fits NRAM) or another located refusal: raised by the
+            why.append(f"{r.name}: {e.message}")   # scheduler when no other recipe maps the function
             no_fit = no_fit or e
-            continue
-        except GirError as e:   # a refusal the recipe locates (an operand form it does not take)
-            why.append(f"{r.name}: {e.message}")
             continue
         except (AssertionError, TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             # a recipe's internal error: the others still compete; schedule.py reports it as a missed remark

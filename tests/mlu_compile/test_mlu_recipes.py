@@ -168,3 +168,14 @@ def test_tile_plans_are_ranked_by_the_cost_model(monkeypatch):
     monkeypatch.setattr(K, "RANKED", 1)   # the analytic estimate's first plan that fits
     first = run_func(schedule_mlu(f, sizes), None, sizes, values=False).stats["seconds"]
     assert ranked < 0.97 * first
+
+
+def test_the_tile_recipe_is_also_tried_on_the_declared_axes():
+    # merging mse_loss's two axes into one leaves the tile recipe no tile of two axes; on the declared axes it
+    # is one kernel (the rank > 2 row view's partials + combine are two): 2.6 vs 3.3 us at 7 x 65
+    sizes = {"M": 7, "N": 65}
+    found = _search(parse_file("samples/mse_loss.gir").funcs[0], sizes)
+    by = {c.strategy: c for c in found.candidates}
+    assert "tiles" not in by and {"extended", "tiles-unmerged"} <= set(by)
+    assert best(found.candidates).strategy == "tiles-unmerged"
+    assert _simulated(by["tiles-unmerged"], sizes) < 0.9 * _simulated(by["extended"], sizes)
