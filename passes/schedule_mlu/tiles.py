@@ -325,7 +325,11 @@ def tile_schedule(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, 
 
     def rank(items) -> float:   # the MLU cost model's time of the plan's kernels
         return estimate(dataclasses.replace(flat, body=tuple(items))).seconds
-    items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET), rank)
+    moved = sum(math.prod(p.type.shape) * p.type.dtype.nbytes for p in flat.params + flat.results)
+    # plans are timed when the function moves at least RANK_BYTES (below, DMA latencies dominate every plan and
+    # the analytic order stands: compile time)
+    items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET),
+                          rank if moved >= K.RANK_BYTES else None)
     units = plan.parts * -(-t.n_lanes // plan.W)
     for a in t.units:
         units *= t.axes.ext[a]

@@ -100,6 +100,7 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
 
 
 RANKED = 6   # plans that fit NRAM timed by the MLU cost model (`rank`), in the analytic estimate's order
+RANK_BYTES = 1 << 20   # ... for functions moving at least this many bytes (tiles.tile_schedule)
 
 
 def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank=None) -> tuple[list, Plan]:
