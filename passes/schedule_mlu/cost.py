@@ -260,7 +260,7 @@ class _Walker:
         nbytes = elems * st.dtype.nbytes
         if dlevel.off_chip or slevel.off_chip:
             seg = counts[-1] * st.dtype.nbytes if counts else st.dtype.nbytes
-            moved = (elems // max(1, counts[-1] if counts else 1)) * _round_up(seg, m.dma_granularity)
+            moved = (elems // max(1, counts[-1] if counts else 1)) * L.round_up(seg, m.dma_granularity)
             cycles = m.gdram_latency_cycles
             c.gdram += moved
             c.time += moved / self.rate
@@ -433,7 +433,3 @@ def _truth(e, env: dict) -> bool | None:
         return None if a is None else not a
     v = _int(e, env)
     return None if v is None else v != 0
-
-
-def _round_up(n: int, k: int) -> int:
-    return -(-n // k) * k

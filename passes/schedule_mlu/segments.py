@@ -101,22 +101,26 @@ def split(spec: ir.Func, types: dict, schedule) -> Split | None:
     if best[n] is None or all(b - a == 1 for a, b in best[n][1]):
         return None
     assigns = [s for s in spec.body if isinstance(s, ir.Assign)]
-    results = {p.name for p in spec.results}
-    items: list = []
-    crossing: dict[str, ir.TensorType] = {}
     remarks: list = []
     choices: list = []
     for a, b in best[n][1]:
-        _, done, r, c = memo[a, b]
-        if done is None:
-            continue
-        crossing.update({p.name: p.type for p in done.results if p.name not in results})
-        items.extend(x for x in done.body)
-        remarks += r
-        choices += c
-    allocs = [ir.Alloc(name, t, ir.Level.gdram, loc=spec.loc) for name, t in crossing.items()]
+        remarks += memo[a, b][2]
+        choices += memo[a, b][3]
+    items = compose(spec, [memo[a, b][1] for a, b in best[n][1] if memo[a, b][1] is not None])
     segments = [[assigns[i].target.name for i in range(a, b)] for a, b in best[n][1]]
-    return Split(segments, allocs + items, best[n][0], remarks, choices)
+    return Split(segments, items, best[n][0], remarks, choices)
+
+
+def compose(func: ir.Func, parts: list[ir.Func]) -> list:
+    """The body of `func` run as its scheduled parts in order: a GDRAM temporary for every value a part outputs
+    that `func` does not return (read by a later part), then every part's items."""
+    results = {p.name for p in func.results}
+    crossing: dict[str, ir.TensorType] = {}
+    items: list = []
+    for done in parts:
+        crossing.update({p.name: p.type for p in done.results if p.name not in results})
+        items.extend(done.body)
+    return [ir.Alloc(name, t, ir.Level.gdram, loc=func.loc) for name, t in crossing.items()] + items
 
 
 def describe(sp: Split) -> str:

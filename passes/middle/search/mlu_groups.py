@@ -29,6 +29,7 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
     groups), or None when it does not apply (one group, reshape views, groups without a dependence order)."""
     from gir.passes.schedule_mlu import schedule_mlu
     from gir.passes.schedule_mlu.schedule import specialize
+    from gir.passes.schedule_mlu.segments import compose, part_function
     from gir.verifier import verify_module
 
     func = g.func
@@ -42,27 +43,12 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
     order = _dependence_order(g.groups, assigns, reads, group_of)
     if order is None:
         return None
-    params = {p.name: p for p in func.params}
-    results = {p.name: p for p in func.results}
-    items: list = []
-    crossing: dict[str, ir.TensorType] = {}
+    parts = []
     for grp in order:
-        stmts = sorted(grp.stmts)
-        produced = [assigns[i].target.name for i in stmts]
-        inputs = sorted({n for i in stmts for n in reads[i]} - set(produced))
-        later = {n for i, r in enumerate(reads) if group_of[i] != grp.id for n in r}
-        outputs = [n for n in produced if n in results or n in later]
-        if not outputs:
-            continue
-        sub = ir.Func(f"{func.name}_g{grp.id}",
-                      tuple(params.get(n) or ir.Param(n, g.types[n], loc=func.loc) for n in inputs),
-                      tuple(results.get(n) or ir.Param(n, g.types[n], loc=func.loc) for n in outputs),
-                      tuple(assigns[i] for i in stmts), loc=func.loc)
-        done = schedule_mlu(sub, sizes, remarks=remarks, choices=choices)
-        crossing.update({p.name: p.type for p in done.results if p.name not in results})
-        items.extend(done.body)
-    allocs = [ir.Alloc(n, t, ir.Level.gdram, loc=func.loc) for n, t in crossing.items()]
-    out = dataclasses.replace(specialize(func, sizes), body=tuple(allocs + items))
+        sub = part_function(func, sorted(grp.stmts), g.types, f"{func.name}_g{grp.id}")
+        if sub is not None:
+            parts.append(schedule_mlu(sub, sizes, remarks=remarks, choices=choices))
+    out = dataclasses.replace(specialize(func, sizes), body=tuple(compose(func, parts)))
     verify_module(ir.Module((out,)))
     return out
 
