@@ -180,7 +180,8 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
 
 def _split(spec, types, sizes, allow_sram, tasks, max_rows, nram):
     """The cost model's split of `spec` into consecutive fused segments, or None (segments.py)."""
-    return split_segments(spec, types, lambda sub, r, c: schedule_mlu(
+    # (the segments come from `spec`, already specialised and prepared by schedule_mlu: straight to _schedule)
+    return split_segments(spec, types, lambda sub, r, c: _schedule(
         sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False))
 
 
