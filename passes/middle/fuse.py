@@ -94,6 +94,10 @@ def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0, 
             members = [m for k in range(lo, hi + 1) for m in groups[k]] + [s.id]
             groups[lo:hi + 1] = [members]
             built[lo:hi + 1] = [grp]
+        elif (k := _sibling_scans(g, groups, s.id, max_stmts)) is not None:
+            groups[k] = groups[k] + [s.id]
+            built[k] = _scan_group(g, groups[k])
+            depth[s.id] = 1
         else:
             groups.append([s.id])
             built.append(_singleton(g, s.id))
@@ -109,6 +113,39 @@ def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0, 
         problems = rel.check_group(g, grp)
         if problems:
             raise AssertionError(f"fuse built an illegal group {grp.stmts}: {problems}")
+
+
+def _sibling_scans(g: FuncGraph, groups: list[list[int]], s: int, max_stmts: int) -> int | None:
+    """The latest group of scans that scan `s` may join as a sibling (one kernel, shared operand loads,
+    passes/middle/search/scan.py): every member a scan with the same output extents and the scan axis at the
+    same position, sharing an input with `s`, and `s` reading no group from it on (it moves up to it)."""
+    if scan_of(g.stmts[s].value) is None:
+        return None
+    producers = _producers(g, s)
+    for k in range(len(groups) - 1, -1, -1):
+        if producers & set(groups[k]):
+            return None
+        members = groups[k]
+        if (all(_scan_shape(g, m) == _scan_shape(g, s) for m in members) and _shares_input(g, members, s)
+                and not (max_stmts and len(members) >= max_stmts)):
+            return k
+    return None
+
+
+def _scan_shape(g: FuncGraph, s: int):
+    st = g.stmts[s]
+    p = scan_of(st.value)
+    if p is None:
+        return None
+    return tuple(str(st.ranges[v]) for v in st.out_vars), st.out_vars.index(p.axis)
+
+
+def _scan_group(g: FuncGraph, stmts: list[int]) -> Group:
+    """Sibling scans: the first one's variables are the axes (the others' map to them by position), its output
+    variables the teams."""
+    first = g.stmts[stmts[0]]
+    varmap = {m: dict(zip(g.stmts[m].out_vars, first.out_vars)) for m in stmts}
+    return Group(-1, list(stmts), {v: first.ranges[v] for v in first.vars}, varmap, tuple(first.out_vars))
 
 
 def _producers(g: FuncGraph, s: int) -> set[int]:

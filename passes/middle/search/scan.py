@@ -1,16 +1,22 @@
-"""Recipe `scan`: a statement `y[..., s, ...] = cumsum|cumprod|cummax|cummin(E, s)` (gir/scan.py) as a
-work-efficient parallel scan that reads every input element once and writes every result once.
+"""Recipe `scan`: statements `y[..., s, ...] = cumsum|cumprod|cummax|cummin(E, s)` (gir/scan.py) as a
+work-efficient parallel scan that reads every input element once and writes every result once. A unit holds one
+scan, or sibling scans fuse grouped (the same output extents, the scan axis at the same position): they share
+one kernel and its operand loads. The kernel text is scan_text.py's.
 
 Two mappings, by where the scan axis s lies:
 
 - `scan-columns` (s is not the innermost output axis): consecutive threads take consecutive points of the
   innermost axis (coalesced), the other non-scan axes go to the grid, and each thread walks s serially carrying
   its running value in a register. N operations for N elements; parallelism = the elements of a slice across s.
+  Siblings walking s in opposite directions are two kernels (remarked: a column is not held on chip).
 - `scan-rows` (s is the innermost axis): one block per row (the other axes on the grid) walks the row in chunks of
   T x V elements with a carried prefix: the chunk is loaded coalesced into shared memory, each thread scans its V
   consecutive elements serially, a Hillis-Steele scan over the T thread totals (log2 T steps) gives each thread
   its prefix, and the chunk is stored coalesced. 2N + (N / V) log2 T operations. A 1-D scan (one row) runs on one
-  block (remarked: no decoupled look-back across blocks).
+  block (remarked: no decoupled look-back across blocks). Forward and reverse siblings share one kernel: the
+  forward pass keeps the reverse statements' values of the row's first positions in shared memory for the
+  reverse pass. A block takes R rows when an operand does not depend on a grid axis (`x[i, j] * w[j]`): that
+  operand is read once for the R rows (its first positions kept in shared memory).
 
 E is evaluated at each element (element-wise producers written into the scan's operand, or inlined into it by
 inline-elementwise, are fused this way); exclusive forms store the carried value before combining; reverse
@@ -18,17 +24,16 @@ forms walk s from its end (index S - 1 - q for the q-th element walked).
 """
 from __future__ import annotations
 
-from gir import ir
-from gir.printer import format_const, format_expr
-from gir.scan import ScanParts, identity, scan_of
-from gir.passes.builtin.exprs import map_expr, refs
+from gir.passes.builtin.exprs import var_names
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
+from gir.passes.middle.search.scan_text import MAX_GRID, VEC, KernelText, ScanStmt
+from gir.scan import scan_of
 
 MAX_THREADS = 256
-VEC = 4                 # elements each thread scans serially per chunk (scan-rows)
-MAX_GRID = 3            # grid dimensions; further non-scan axes are walked by each thread
+ROW_BATCH = 8           # scan-rows: at most this many rows per block share the loads of a broadcast operand
+SHARED_SLACK = 1024     # bytes of the block's default shared memory left unused by the stash and the cache
 
 
 def scan_units(unit) -> bool:
@@ -36,61 +41,104 @@ def scan_units(unit) -> bool:
 
 
 def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
-    (s,) = unit.stmts          # fuse keeps a scan statement in a group of its own
-    p = scan_of(s.value)
-    out_t = g.types[s.target]
-    acc = _acc_dtype(g, s, out_t)
+    scans = [ScanStmt(g, s, k) for k, s in enumerate(unit.stmts)]   # fuse groups sibling scans only
+    first = scans[0]
+    s, p = first.s, first.p
     comp = unit.compulsory(g, hints)
     pos = s.out_vars.index(p.axis)
     inner = s.out_vars[pos + 1:]
     n = 1
     for v in s.out_vars:
         n *= hint(s.ranges[v], hints)
-    slices = max(1, n // max(1, hint(s.ranges[p.axis], hints)))
+    extent = hint(s.ranges[p.axis], hints)
+    slices = max(1, n // max(1, extent))
+    names = ", ".join(f"'{x.s.target}'" for x in scans)
+    remarks = []
     if inner:
         c = inner[-1]
         threads = min(MAX_THREADS, _round_up(hint(s.ranges[c], hints), m.warp))
         lanes_used = min(1.0, hint(s.ranges[c], hints) / threads)
         util = min(1.0, slices / (m.sms * 1024.0))
         kind, team, lanes = "scan-columns", "thread", c
-        remark = None
         if hint(s.ranges[c], hints) < m.warp:
-            remark = (f"the innermost axis '{c}' has fewer than {m.warp} points: the warps of this scan along "
-                      f"'{p.axis}' are partly idle and its accesses partly coalesced")
+            remarks.append(f"the innermost axis '{c}' has fewer than {m.warp} points: the warps of this scan along "
+                           f"'{p.axis}' are partly idle and its accesses partly coalesced")
+        ways = [[x for x in scans if x.p.reverse == r] for r in (False, True)]
+        ways = [w for w in ways if w]
+        if len(ways) > 1:
+            remarks.append(f"{names}: scans along '{p.axis}' in both directions run as two kernels (a thread walks "
+                           f"a column serially and does not hold it), each reading the operands they share")
+        plan = {}
     else:
-        threads = min(MAX_THREADS, max(m.warp, _pow2(-(-hint(s.ranges[p.axis], hints) // VEC))))
+        threads = min(MAX_THREADS, max(m.warp, _pow2(-(-extent // VEC))))
         lanes_used = 1.0
         util = min(1.0, slices * threads / (m.sms * 1024.0))
         kind, team, lanes, c = "scan-rows", "block", p.axis, None
-        remark = None
+        plan = _row_plan(g, scans, slices, extent, threads, hints, m)
+        ways = [scans]
         if slices < m.sms:
-            remark = (f"{s.target}: the scan along '{p.axis}' has {slices} row(s) and runs on {slices} block(s) "
-                      f"(single-block scan per row, no look-back across blocks); parallelism is limited to "
-                      f"{slices * threads} threads")
-    seconds = comp / m.dram_bw / max(util * lanes_used * 0.85, 1e-3) + m.launch_s
+            remarks.append(f"{names}: the scan along '{p.axis}' has {slices} row(s) and runs on {slices} block(s) "
+                           f"(single-block scan per row, no look-back across blocks); parallelism is limited to "
+                           f"{slices * threads} threads")
+        if plan["rereads"]:
+            remarks.append(f"{names}: the reverse pass keeps the first {plan['stash']} values of a row in shared "
+                           f"memory and reads the other {extent - plan['stash']} of each row's operands again")
+    seconds = comp / m.dram_bw / max(util * lanes_used * 0.85, 1e-3) + m.launch_s * len(ways)
     others = tuple(v for v in s.out_vars if v not in (p.axis, c))
+    notes = {"mapping": kind}
+    if plan.get("R", 1) > 1:
+        notes["rows per block"] = f"{plan['R']} of '{s.out_vars[plan['batch']]}'"
     dec = Decision("scan", blocks=others + ((c,) if c else ()), lanes=lanes, loops=(p.axis,), team=team,
-                   threads=threads, vec=VEC if c is None else 1, reduction=f"{p.op} {p.form()}",
-                   notes={"mapping": kind})
+                   threads=threads, vec=VEC if c is None else 1,
+                   reduction=" ".join(f"{x.p.op} {x.p.form()}" for x in scans), notes=notes)
 
     def emit(name: str) -> Emitted:
-        k = _Kernel(g, s, p, out_t, acc, threads)
-        text = k.columns(name, c) if c else k.rows(name)
-        return Emitted([text], [], [name])
+        if c is None:
+            return Emitted([KernelText(g, scans, threads).rows(name, **plan_args(plan))], [], [name])
+        kernel_names = [name if k == 0 else f"{name}_{k}" for k in range(len(ways))]
+        texts = [KernelText(g, w, threads).columns(kn) for w, kn in zip(ways, kernel_names)]
+        return Emitted(texts, [], kernel_names)
 
     est = {"mapping": kind}
-    if remark:
-        est["remark"] = remark
+    if remarks:
+        est["remark"] = "; ".join(remarks)
     return [Candidate(dec, kind, seconds, comp, 0.0, comp, emit, None, est)]
 
 
-def _acc_dtype(g, s, out_t: ir.TensorType) -> ir.DType:
-    if out_t.dtype.is_float:  # f32 or wider: an f64 scan (or one of an f64 operand) accumulates in f64
-        wide = out_t.dtype == ir.DType.f64 or any(g.types[r.name].dtype == ir.DType.f64 for r in refs(s.value))
-        return ir.DType.f64 if wide else ir.DType.f32
-    if out_t.dtype == ir.DType.i64 or any(g.types[r.name].dtype == ir.DType.i64 for r in refs(s.value)):
-        return ir.DType.i64
-    return ir.DType.i32
+def plan_args(plan: dict) -> dict:
+    return {k: plan[k] for k in ("batch", "R", "stash", "cache")}
+
+
+def _row_plan(g, scans: list[ScanStmt], slices: int, extent: int, threads: int, hints: dict[str, int], m) -> dict:
+    """scan-rows: rows per block, and the shared-memory positions of the stash and of the operand cache.
+
+    R rows of a grid position go to one block when an operand does not depend on it (a weight broadcast over
+    the rows): R is the largest power of two up to ROW_BATCH that leaves at least 2 blocks per SM. The shared
+    memory left by the chunk buffers (the block's default, less SHARED_SLACK) is shared evenly by the stashed
+    statements (reverse ones next to forward ones) and the cached operands, in positions of the row."""
+    s = scans[0].s
+    axis = scans[0].p.axis
+    grid = [i for i, v in enumerate(s.out_vars) if v != axis][:MAX_GRID]
+    free = {i: sum(x.var_at(i) not in var_names(r) for x in scans for r in x.refs) for i in grid}
+    batch = max(grid, key=lambda i: (free[i], hint(s.ranges[s.out_vars[i]], hints)), default=None)
+    R = ROW_BATCH if batch is not None and free[batch] else 1
+    while R > 1 and (slices // R < 2 * m.sms or hint(s.ranges[s.out_vars[batch]], hints) < R):
+        R //= 2
+    mixed = any(x.p.reverse for x in scans) and not all(x.p.reverse for x in scans)
+    stashed = [x for x in scans if x.p.reverse] if mixed else []
+    cached = set()
+    if R > 1:
+        for x in scans:
+            for r in x.refs:
+                if x.var_at(batch) not in var_names(r):
+                    cached.add((r.name, str(r)))
+    per_pos = sum(x.acc.nbytes for x in stashed) + sum(g.types[name].dtype.nbytes for name, _ in cached)
+    used = sum((threads * VEC + threads) * x.acc.nbytes for x in scans)
+    room = max(0, m.smem_per_block_default - SHARED_SLACK - used)
+    cap = room // per_pos if per_pos else 0
+    cap = min(cap // 64 * 64, _round_up(extent, 64))
+    return {"batch": batch if R > 1 else None, "R": R, "stash": cap if stashed else 0,
+            "cache": cap if cached else 0, "rereads": bool(stashed) and cap < extent}
 
 
 def _round_up(n: int, k: int) -> int:
@@ -104,178 +152,3 @@ def _pow2(n: int) -> int:
     return k
 
 
-class _Kernel:
-    """Text of one scan kernel (explicit GIR)."""
-
-    def __init__(self, g, s, p: ScanParts, out_t: ir.TensorType, acc: ir.DType, threads: int):
-        self.g, self.s, self.p, self.out_t, self.acc, self.T = g, s, p, out_t, acc, threads
-        self.S = str(s.ranges[p.axis])
-        self.ident = format_const(identity(p.op, acc.is_float, acc.numpy))
-        self.refs = list(dict.fromkeys(refs(p.arg)))
-        self.lines: list[str] = []
-        self.depth = 0
-
-    # ------------------------------------------------------------------ helpers
-    def line(self, text: str) -> None:
-        self.lines.append("  " * self.depth + text)
-
-    def open(self, text: str) -> None:
-        self.line(text + " {")
-        self.depth += 1
-
-    def close(self, n: int = 1) -> None:
-        for _ in range(n):
-            self.depth -= 1
-            self.line("}")
-
-    def combine(self, a: str, b: str) -> str:
-        op = self.p.op
-        if op in ("cumsum", "cumprod"):
-            return f"{a} {'+' if op == 'cumsum' else '*'} {b}"
-        return f"{'max' if op == 'cummax' else 'min'}({a}, {b})"
-
-    def src(self, q: str) -> str:
-        """Index along the scan axis of the q-th element walked."""
-        return f"{self.S} - 1 - ({q})" if self.p.reverse else q
-
-    def grid(self, axes: list[str]) -> dict[str, str]:
-        """Non-scan axes: the first MAX_GRID on the grid (opened here), the rest as loops inside the thread."""
-        env = {}
-        for k, v in enumerate(axes[:MAX_GRID]):
-            self.open(f"parallel _g{k} in 0..{self.s.ranges[v]} @block")
-            env[v] = f"_g{k}"
-        return env
-
-    def walk_rest(self, axes: list[str], env: dict[str, str]) -> int:
-        for k, v in enumerate(axes[MAX_GRID:]):
-            self.open(f"for _f{k} in 0..{self.s.ranges[v]}")
-            env[v] = f"_f{k}"
-        return max(0, len(axes) - MAX_GRID)
-
-    def allocs(self) -> None:
-        for k, r in enumerate(self.refs):
-            self.line(f"alloc _r{k}: {self.g.types[r.name].dtype.value}[1] @reg")
-        self.line(f"alloc _v: {self.acc.value}[1] @reg")
-        self.line(f"alloc _o: {self.out_t.dtype.value}[1] @reg")
-
-    def load_value(self, env: dict[str, str], q: str) -> None:
-        """_v[0:1] = E at the q-th element walked (masked loads; the tail gives the identity)."""
-        sub = {v: ir.Var(f"({e})") for v, e in env.items()}
-        sub[self.p.axis] = ir.Var(f"({self.src(q)})")
-
-        def at(x):
-            return sub.get(x.name, x) if isinstance(x, ir.Var) else x
-        names = {}
-        for k, r in enumerate(self.refs):
-            idx = [format_expr(map_expr(i, at)) for i in r.index]
-            if idx:
-                idx[-1] = f"{idx[-1]}:{idx[-1]} + 1"
-            self.line(f"load _r{k}[0:1] <- {r.name}[{', '.join(idx)}] with mask, other=0")
-            names[r] = f"_r{k}[0:1]"
-        value = map_expr(self.p.arg, lambda x: ir.Var(names[x]) if isinstance(x, ir.Ref) else x)
-        value = map_expr(value, at)
-        self.line(f"_v[0:1] = {format_expr(value)}")
-
-    def store(self, env: dict[str, str], q: str, reg: str) -> None:
-        idx = [env[v] if v != self.p.axis else self.src(q) for v in self.s.out_vars]
-        idx[-1] = f"{idx[-1]}:{idx[-1]} + 1"
-        self.line(f"_o[0:1] = {reg}")
-        self.line(f"store {self.s.target}[{', '.join(idx)}] <- _o[0:1] with mask")
-
-    # ----------------------------------------------------------------- mappings
-    def columns(self, name: str, c: str) -> str:
-        axes = [v for v in self.s.out_vars if v not in (self.p.axis, c)]
-        self.open(f"kernel {name}")
-        self.open(f"parallel _gc in 0..cdiv({self.s.ranges[c]}, {self.T}) @block")
-        env = self.grid(axes[:MAX_GRID - 1])
-        self.open(f"parallel _t in 0..{self.T} @thread")
-        self.allocs()
-        self.line(f"alloc _acc: {self.acc.value}[1] @reg")
-        nrest = 0
-        for k, v in enumerate(axes[MAX_GRID - 1:]):
-            self.open(f"for _f{k} in 0..{self.s.ranges[v]}")
-            env[v] = f"_f{k}"
-            nrest += 1
-        env[c] = f"{self.T} * _gc + _t"
-        self.line(f"_acc[0:1] = {self.ident}")
-        self.open(f"for _q in 0..{self.S}")
-        self.load_value(env, "_q")
-        if self.p.exclusive:
-            self.store(env, "_q", "_acc[0:1]")
-            self.line(f"_acc[0:1] = {self.combine('_acc[0:1]', '_v[0:1]')}")
-        else:
-            self.line(f"_acc[0:1] = {self.combine('_acc[0:1]', '_v[0:1]')}")
-            self.store(env, "_q", "_acc[0:1]")
-        self.close(1 + nrest + 1 + min(len(axes), MAX_GRID - 1) + 1 + 1)
-        return "\n".join(self.lines)
-
-    def rows(self, name: str) -> str:
-        T, V, acc = self.T, VEC, self.acc.value
-        axes = [v for v in self.s.out_vars if v != self.p.axis]
-        self.open(f"kernel {name}")
-        if not axes[:MAX_GRID]:
-            self.open("parallel _g0 in 0..1 @block")
-        env = self.grid(axes)
-        self.line(f"alloc _sh: {acc}[{T * V}] @shared")
-        self.line(f"alloc _tot: {acc}[{T}] @shared")
-        self.open(f"parallel _t in 0..{T} @thread")
-        self.allocs()
-        for buf, n in (("_loc", V), ("_a", 1), ("_b", 1), ("_carry", 1), ("_pre", 1)):
-            self.line(f"alloc {buf}: {acc}[{n}] @reg")
-        nrest = self.walk_rest(axes, env)
-        self.line(f"_carry[0:1] = {self.ident}")
-        self.open(f"for _c in 0..cdiv({self.S}, {T * V})")
-        q = f"{T * V} * _c + {T} * _e + _t"
-        self.open(f"for _e in 0..{V}")
-        self.load_value(env, q)
-        self.open(f"if {q} >= {self.S}")
-        self.line(f"_v[0:1] = {self.ident}")
-        self.close()
-        self.line(f"copy _sh[{T} * _e + _t:{T} * _e + _t + 1] <- _v[0:1]")
-        self.close()
-        self.line("sync @block")
-        self.line(f"copy _loc[0:{V}] <- _sh[{V} * _t:{V} * _t + {V}]")
-        self.open(f"for _e in 1..{V}")
-        self.line(f"_loc[_e:_e + 1] = {self.combine('_loc[_e - 1:_e]', '_loc[_e:_e + 1]')}")
-        self.close()
-        self.line(f"copy _tot[_t:_t + 1] <- _loc[{V - 1}:{V}]")
-        self.line("sync @block")
-        d = 1
-        while d < T:   # Hillis-Steele over the thread totals
-            self.open(f"if _t >= {d}")
-            self.line(f"copy _a[0:1] <- _tot[_t - {d}:_t - {d} + 1]")
-            self.close()
-            self.line("sync @block")
-            self.open(f"if _t >= {d}")
-            self.line("copy _b[0:1] <- _tot[_t:_t + 1]")
-            self.line(f"_b[0:1] = {self.combine('_a[0:1]', '_b[0:1]')}")
-            self.line("copy _tot[_t:_t + 1] <- _b[0:1]")
-            self.close()
-            self.line("sync @block")
-            d *= 2
-        self.line("_pre[0:1] = _carry[0:1]")
-        self.open("if _t >= 1")
-        self.line("copy _a[0:1] <- _tot[_t - 1:_t]")
-        self.line(f"_pre[0:1] = {self.combine('_pre[0:1]', '_a[0:1]')}")
-        self.close()
-        self.open(f"for _e in 0..{V}")
-        if self.p.exclusive:
-            self.line("_v[0:1] = _pre[0:1]")
-            self.open("if _e >= 1")
-            self.line(f"_v[0:1] = {self.combine('_pre[0:1]', '_loc[_e - 1:_e]')}")
-            self.close()
-        else:
-            self.line(f"_v[0:1] = {self.combine('_pre[0:1]', '_loc[_e:_e + 1]')}")
-        self.line(f"copy _sh[{V} * _t + _e:{V} * _t + _e + 1] <- _v[0:1]")
-        self.close()
-        self.line(f"copy _a[0:1] <- _tot[{T - 1}:{T}]")
-        self.line(f"_carry[0:1] = {self.combine('_carry[0:1]', '_a[0:1]')}")
-        self.line("sync @block")
-        self.open(f"for _e in 0..{V}")
-        self.line(f"copy _v[0:1] <- _sh[{T} * _e + _t:{T} * _e + _t + 1]")
-        self.store(env, q, "_v[0:1]")
-        self.close()
-        self.line("sync @block")
-        self.close()  # chunks
-        self.close(nrest + 1 + max(1, min(len(axes), MAX_GRID)) + 1)
-        return "\n".join(self.lines)
