@@ -5,6 +5,8 @@ are proven by the z3/isl checks in `passes/`; this module checks what the text s
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from gir import ir
@@ -207,7 +209,8 @@ class KernelVerifier:
             self.diag.error(f"data movement cannot convert {src.type.dtype.value} to {dst.type.dtype.value}", s.loc,
                             "convert with a compute instruction")
         a, b = region_shape(s.dst), region_shape(s.src)
-        if a is not None and b is not None and 0 not in a + b and a != b and _squeeze(a) != _squeeze(b):
+        if a is not None and b is not None and 0 not in a + b and a != b and _squeeze(a) != _squeeze(b) \
+                and not _reshaping(s, a, b, dst, src):
             self.diag.error(f"region shapes differ: destination {list(a)} vs source {list(b)}", s.loc)
         if s.vec not in VEC_WIDTHS:
             self.diag.error(f"vector width must be one of {VEC_WIDTHS}", s.loc)
@@ -365,6 +368,17 @@ class KernelVerifier:
             self.diag.error(f"unknown reduction '{s.op}'", s.loc)
         if s.width is not None and (s.width < 2 or s.width > 64 or s.width & (s.width - 1)):
             self.diag.error("allreduce width must be a power of two between 2 and 64", s.loc)
+
+
+def _reshaping(s: ir.Move, a, b, dst, src) -> bool:
+    """An MLU load or store between a run of one @gdram axis and an @nram tile of the same number of elements
+    (row-major order; the MLU emitter checks that the tile's region is contiguous): a chunk of a long row seen as
+    rows of a tile."""
+    off = src if s.kind == "load" else dst
+    on = dst if s.kind == "load" else src
+    run = a if s.kind == "store" else b
+    return (s.kind in ("load", "store") and not s.mask and off.level.off_chip and on.level == ir.Level.nram
+            and len(_squeeze(run)) == 1 and math.prod(a) == math.prod(b))
 
 
 def _squeeze(shape):

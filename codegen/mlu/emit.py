@@ -268,8 +268,13 @@ class _KernelEmitter:
             raise GirError("moves cannot convert element types", s.loc)
         doff, ddims = self._dims(s.dst)
         soff, sdims = self._dims(s.src)
-        if [d[0] for d in ddims] != [d[0] for d in sdims]:
-            raise GirError("region shapes of a move differ after dropping unit dims", s.loc)
+        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move: one contiguous run each side
+            n = _run_length(ddims)
+            if s.mask or n is None or n != _run_length(sdims):
+                raise GirError("region shapes of a move differ after dropping unit dims (a move may reshape only "
+                               "between contiguous regions of the same size)", s.loc)
+            ddims = [[n, 1, n, "0"]] if ddims else []
+            sdims = [[n, 1, n, "0"]] if sdims else []
         esz = L.device_nbytes(db.dtype)
         cnt = None
         if s.mask:
@@ -326,11 +331,13 @@ class _KernelEmitter:
         refs = [s.target] + [x for x in _leaves(s.value) if isinstance(x, ir.Ref)]
         if all(_region_size(r) == 1 and not self._vector_buf(r) for r in refs):
             return self.scalar_compute(s)
-        if self.through and all(_region_size(r) == 1 and self.bufs[r.name].level == "nram" for r in refs) and \
+        if (self.through or any(_offset(r) and not L.is_rowvec(self.bufs[r.name].shape) for r in refs)) and \
+                all(_region_size(r) == 1 and self.bufs[r.name].level == "nram" for r in refs) and \
                 not any(isinstance(x, ir.Reduce) or (isinstance(x, ir.Call) and x.fn in _TILE_ONLY)
                         for x in _leaves(s.value)):
             # single elements of vectors (a unit's statistic written into the core's results at the unit's
-            # position, in `pipeline=units` kernels): scalar code at the elements' offsets
+            # position, in `pipeline=units` kernels; single elements of tiles and vectors at an offset, where a
+            # vector op would start at the buffer's first element: a long scan's offsets): scalar code
             return self.scalar_compute(s)
         out: list = []
         vec = VecEmitter(out, self._scratch_full, self._mask_full)
@@ -447,3 +454,20 @@ def _region_size(r: ir.Ref) -> int:
 def _leaves(e):
     from gir.shapes import _walk
     return _walk(e)
+
+
+def _run_length(dims: list) -> int | None:
+    """The element count of a region whose sliced dims form one contiguous run (None otherwise)."""
+    n, stride = 1, 1
+    for length, st, _, _ in reversed(dims):
+        if st != stride:
+            return None
+        n *= length
+        stride = n
+    return n
+
+
+def _offset(r: ir.Ref) -> bool:
+    """Whether a region starts anywhere but at element 0 of its buffer."""
+    return any(not (isinstance(x, ir.Const) and x.value == 0)
+               for i in r.index for x in ((i.start,) if isinstance(i, ir.Slice) else (i,)))

@@ -28,6 +28,8 @@ result), i32 natively (wrapping as numpy does).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from gir import ir
 from gir.errors import GirError
 from gir.scan import identity, is_scan, scan_of
@@ -351,6 +353,35 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
     if any(not isinstance(i, ir.Var) for i in st.target.index):
         raise GirError("the MLU scan writes its result indexed by plain variables", st.target.loc)
     plan = _Plan(st, dict(info.types), tasks)
+    plan.choose(16)
+    from gir.passes.schedule_mlu.scan_long import applies, long_scan_items
+    if applies(plan, [x for x in walk(plan.scan.arg) if isinstance(x, ir.Ref)]):
+        # rows cut into ranges over the idle cores (scan_long.py) against the unit kernel: the cost model picks
+        long = long_scan_items(plan, dict(info.types), spec.name)
+        if long is not None:
+            from gir.passes.schedule_mlu.cost import estimate
+            try:
+                unit = _unit_items(spec, info, _Plan(st, dict(info.types), tasks), None)
+            except GirError:   # no unit tile fits NRAM
+                unit = None
+            t_long, t_unit = (estimate(dataclasses.replace(spec, body=tuple(x))).seconds if x else float("inf")
+                              for x in (long, unit))
+            if t_long < t_unit:
+                long_scan_items(plan, dict(info.types), spec.name, remarks, st.loc)   # its remark
+                return long
+            if remarks is not None:
+                from gir.passes.remarks import Remark
+                remarks.append(Remark("schedule-mlu", "analysis", f"the scan '{st.target.name}' keeps the unit "
+                                      f"kernel (estimate {t_unit * 1e6:.1f} us) over rows cut into ranges "
+                                      f"({t_long * 1e6:.1f} us)", st.loc))
+            return unit
+    return _unit_items(spec, info, plan, remarks)
+
+
+def _unit_items(spec: ir.Func, info, plan: _Plan, remarks) -> list:
+    """The unit kernel of the scan (module docstring)."""
+    st = plan.stmt
+    tasks = plan.tasks
     name = f"{spec.name}_mlu"
     per_elem = 16          # bytes per tile element: two f32 slots each of the loaded and the stored tile
     for _ in range(8):       # tile sizes from a per-element estimate, refined by the real allocation
@@ -364,7 +395,6 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
     if plan.dense:
         # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles halve the widening,
         # rounding and DMA work of a 32-lane f32 chunk (padded to 64 elements, half of every row op was pad)
-        import dataclasses
         kern = dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),))
     if used > NRAM_BUDGET + 128 * 1024:
         raise GirError(f"the scan '{st.target.name}' needs {used} bytes of NRAM for one tile", st.loc)

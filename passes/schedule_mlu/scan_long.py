@@ -1,0 +1,284 @@
+"""Long scans over few rows on the MLU (a 1-D scan, or a scan along the last axis of a tensor with fewer rows than
+cores): the rows are cut into ranges spread over the cores, and each chunk of a range is scanned as 64
+sub-segments side by side.
+
+The unit kernel of scan.py gives each core whole rows and scans a row with one vector op per position across the
+rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,000x the DMA roofline). Here:
+
+- every row (a point of the axes other than the scan axis s) is cut into P ranges of RS positions (P = cores /
+  rows), one work unit per (row, range);
+- kernel 1 (`<name>_tot`) walks its range in chunks of C = 64 x Lc elements, combining each chunk element-wise into
+  a [64, Lc] tile, then folds the tile into the range's total (halving steps: sum, product, max or min alike) and
+  stores it in a GDRAM array `<name>_tot[rows..., P]`;
+- kernel 2 (`<name>_mlu`) starts from the combination of the totals of the ranges before its own (after it, for
+  a reverse scan) and walks its chunks: a chunk x[s0 : s0 + C] is loaded as a [64, Lc] tile (row a = positions
+  s0 + a Lc ...: one contiguous move reshaped on chip), E is computed, the tile is transposed to [Lc, 64] and each
+  of the 64 sub-segments is scanned locally (scan_steps.py, one vector op per position across the 64 lanes, the
+  carries starting from the identity). The sub-segment totals (the carries left over) give each sub-segment its
+  offset, the chunk carry combined with the totals of the sub-segments before it (a scalar loop over 64 lanes);
+  the offsets are combined into every row of the tile (`__bang_cycle_*`), which is transposed back and stored.
+  The last chunk of the last range may be partial: it is loaded and stored as its full rows plus one partial row,
+  and the rest of the tile holds the identity.
+
+Every operand is read twice (once per kernel) and every result written once: 1.5x the compulsory bytes, the
+price of splitting a row across cores without a barrier across clusters (remarked). Operands must be indexed by
+the statement's variables in order and depend on the scan axis (others keep the unit kernel).
+"""
+from __future__ import annotations
+
+from gir import ir
+from gir.scan import identity
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.colreduce import _unit_kernel
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
+
+A = 64                      # sub-segments of a chunk: the lanes of the transposed tile
+LC = (512, 256, 128, 64)    # positions per sub-segment, largest first (chunks of at most 32768 elements)
+PIPELINED = 4               # chunks per range at least (the pipeline overlaps their loads, computes, stores)
+
+
+def applies(plan: _Plan, refs: list[ir.Ref]) -> bool:
+    """A row-layout scan whose unit kernel leaves cores idle (plan.units < cores: fewer lane blocks than cores),
+    at least one full chunk long, whose operands are all read along the scan axis with the statement's
+    variables in order."""
+    if plan.layout != "rows" or plan.units >= plan.tasks or plan.S < A * LC[-1]:
+        return False
+    for r in refs:
+        names = [i.name if isinstance(i, ir.Var) else None for i in r.index]
+        if not names or names[-1] != plan.axis or None in names or any(n not in plan.vars for n in names):
+            return False
+        order = [plan.vars.index(n) for n in names]
+        if order != sorted(set(order)):
+            return False
+    return True
+
+
+class _Long(_Kernel):
+    """The two kernels of one long scan (module docstring)."""
+
+    def __init__(self, plan: _Plan, types: dict, name: str, lc: int):
+        self.p, self.types, self.name, self.lc = plan, types, name, lc
+        self.allocs: dict[str, ir.Alloc] = {}
+        self.count = 0
+        self.loaded: set[str] = set()
+        self.stored: set[str] = set()
+        self.refs = {}
+        from gir.walk import walk
+        for x in walk(plan.scan.arg):
+            if isinstance(x, ir.Ref):
+                self.refs[x.name] = (FULL, [i.name for i in x.index])
+        self.rvars = [v for v in plan.vars if v != plan.axis]
+        self.rows = 1
+        for v in self.rvars:
+            self.rows *= plan.shape[v]
+        S, C = plan.S, A * lc
+        ranges = max(1, plan.tasks // self.rows)
+        self.RS = -(-(-(-S // ranges)) // C) * C
+        self.P = -(-S // self.RS)
+        self.last = S - (self.P - 1) * self.RS
+        self.C = C
+        self.op = OPS[plan.scan.op]
+        self.ident = B.c(identity(plan.scan.op, plan.cdt == F32, None if plan.cdt == F32 else "int32"))
+
+    # ------------------------------------------------------------ tiles
+    def shape_of(self, kind: str) -> tuple:
+        return (A, self.lc)
+
+    def region(self, name: str, kind: str, nr: int, nc: int) -> ir.Ref:
+        return B.ref(name, B.sl(0, A), B.sl(0, self.lc))
+
+    def full(self, name: str) -> ir.Ref:
+        return B.ref(name, B.sl(0, A), B.sl(0, self.lc))
+
+    def gdram(self, name: str, names: list, s0, n: int) -> ir.Ref:
+        return ir.Ref(name, tuple(B.sl(s0, n) if v == self.p.axis else B.v(f"u_{v}") for v in names))
+
+    def moves(self, kind: str, tile: str, name: str, names: list, s0, n: int) -> list:
+        """Positions s0 .. s0 + n of a row to / from the first n elements of a [64, Lc] tile: full rows, then a
+        partial one."""
+        q, r = divmod(n, self.lc)
+        out = []
+        if q:
+            t, g = B.ref(tile, B.sl(0, q), B.sl(0, self.lc)), self.gdram(name, names, s0, q * self.lc)
+            out.append(B.move(kind, t, g) if kind == "load" else B.move(kind, g, t))
+        if r:
+            t, g = B.ref(tile, B.c(q), B.sl(0, r)), self.gdram(name, names, B.add(s0, q * self.lc), r)
+            out.append(B.move(kind, t, g) if kind == "load" else B.move(kind, g, t))
+        return out
+
+    def operand(self, s0, n: int) -> tuple[list, list, ir.Ref]:
+        """(loads, computes, the tile holding E) of the chunk at s0 with n valid positions; past them (a partial
+        chunk) E is the identity, which a scan in either direction and a total may combine."""
+        p = self.p
+        loads, computes = [], []
+        for name, (_, names) in self.refs.items():
+            dt = self.types[name].dtype
+            t = self.alloc(f"{name}_t", p.cdt, (A, self.lc))
+            land = t if dt == p.cdt else self.alloc(f"{name}_h", dt, (A, self.lc))
+            loads += self.moves("load", land, name, names, s0, n)
+            self.loaded.add(land)
+            if land != t:
+                computes.append(ir.Assign(self.full(t), ir.Call("f32", (self.full(land),))))
+        ev = self.expr(p.scan.arg, computes, A, self.lc)
+        if not (isinstance(ev, ir.Ref) and ev.name.startswith("ev_")):   # E gets a tile the scan may overwrite
+            t = self.alloc("ev_", p.cdt, (A, self.lc))
+            computes.append(ir.Assign(self.full(t), ev))
+            ev = self.full(t)
+        q, r = divmod(n, self.lc)
+        if r:   # the partial row's tail element by element (a vector op on a row starts at its column 0)
+            computes.append(ir.For("c_", B.c(r), B.c(self.lc), (ir.Assign(
+                B.ref(ev.name, B.c(q), B.sl(B.v("c_"), 1)), self.ident),)))
+        rest = q + (1 if r else 0)
+        if 0 < rest < A:   # (rest >= 1: a run of rows from row 0 would be a whole-tile op)
+            computes.append(ir.Assign(B.ref(ev.name, B.sl(rest, A - rest), B.sl(0, self.lc)), self.ident))
+        return loads, computes, ev
+
+    # ------------------------------------------------------------ kernel 1: range totals
+    def total_chunk(self, s0, n: int) -> list:
+        loads, computes, ev = self.operand(s0, n)
+        at = self.full(self.alloc("at_", self.p.cdt, (A, self.lc)))
+        return loads + computes + [ir.Assign(at, comb(self.op, at, ev))]
+
+    def fold(self) -> list:
+        """The [64, Lc] tile `at_` to its element [0, 0]: halving the rows (vector ops), then the first row's
+        elements one by one (scalar code)."""
+        steps, h = [], A // 2
+        while h >= 1:
+            steps.append(ir.Assign(B.ref("at_", B.sl(0, h), B.sl(0, self.lc)),
+                                   comb(self.op, B.ref("at_", B.sl(0, h), B.sl(0, self.lc)),
+                                        B.ref("at_", B.sl(h, h), B.sl(0, self.lc)))))
+            h //= 2
+        first = B.ref("at_", B.c(0), B.sl(0, 1))
+        steps.append(ir.For("c_", B.c(1), B.c(self.lc), (ir.Assign(first, comb(
+            self.op, first, B.ref("at_", B.c(0), B.sl(B.v("c_"), 1)))),)))
+        return steps
+
+    def totals_range(self, n: int) -> list:
+        start = B.mul(B.v("p_"), self.RS)
+        body = [ir.Assign(self.full(self.alloc("at_", self.p.cdt, (A, self.lc))), self.ident)]
+        full, tail = divmod(n, self.C)
+        if full:
+            body.append(ir.For("k_", B.c(0), B.c(full),
+                               tuple(self.total_chunk(B.add(start, B.mul(B.v("k_"), self.C)), self.C))))
+        if tail:
+            body += self.total_chunk(B.add(start, full * self.C), tail)
+        body += self.fold()
+        dst = ir.Ref(self.tot_name, tuple(B.v(f"u_{v}") for v in self.rvars) + (B.sl(B.v("p_"), 1),))
+        return body + [B.move("store", dst, B.ref("at_", B.c(0), B.sl(0, 1)))]
+
+    # ------------------------------------------------------------ kernel 2: the scan
+    def scan_chunk(self, s0, n: int) -> list:
+        p = self.p
+        loads, computes, ev = self.operand(s0, n)
+        acc = B.ref(self.alloc("acc_", p.cdt, (A,)), B.sl(0, A))
+        et = self.alloc("et_", p.cdt, (self.lc, A))
+        ot = et if not p.scan.exclusive else self.alloc("ot_", p.cdt, (self.lc, A))
+        computes.append(ir.Assign(B.ref(et, B.sl(0, self.lc), B.sl(0, A)), ir.Call("transpose", (ev,))))
+        computes.append(ir.Assign(acc, self.ident))
+        if doubling_pays(self.lc, A * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN, True, p.scan.exclusive):
+            steps, ot = doubling_steps(p.scan, et, self.alloc("hs_", p.cdt, (self.lc, A)), ot, self.lc, A, acc)
+        else:
+            steps = serial_steps(p.scan, et, ot, self.lc, A, acc)
+        computes += steps + self.offsets()
+        o = B.ref(ot, B.sl(0, self.lc), B.sl(0, A))
+        computes.append(ir.Assign(o, comb(self.op, o, B.ref("off_", B.sl(0, A)))))
+        computes.append(ir.Assign(ev, ir.Call("transpose", (o,))))
+        src = ev.name
+        if p.ydt != p.cdt:
+            src = self.alloc("o_h", p.ydt, (A, self.lc))
+            computes.append(ir.Assign(self.full(src), ir.Call(p.ydt.value, (ev,))))
+        self.stored.add(src)
+        return loads + computes + self.moves("store", src, p.out.name, p.vars, s0, n)
+
+    def offsets(self) -> list:
+        """off_[a] = the chunk carry combined with the totals (acc_) of the sub-segments before a (after a when
+        reverse); the carry becomes the chunk's total."""
+        self.alloc("off_", self.p.cdt, (A,))
+        one = lambda t, i: B.ref(t, B.sl(i, 1))   # noqa: E731
+        a = B.v("a_")
+        if self.p.scan.reverse:
+            first, last, cur = A - 1, 0, ir.BinOp("-", B.c(A - 2), a)
+            prev = B.add(cur, 1)
+        else:
+            first, last, cur = 0, A - 1, B.add(a, 1)
+            prev = a
+        return [ir.Assign(one("off_", first), one("cc_", 0)),
+                ir.For("a_", B.c(0), B.c(A - 1), (ir.Assign(one("off_", cur), comb(self.op, one("off_", prev),
+                                                                                    one("acc_", prev))),)),
+                ir.Assign(one("cc_", 0), comb(self.op, one("off_", last), one("acc_", last)))]
+
+    def scan_range(self, n: int) -> list:
+        p = self.p
+        start = B.mul(B.v("p_"), self.RS)
+        self.alloc("cc_", p.cdt, (2,))
+        body = [ir.Assign(B.ref("cc_", B.sl(0, 1)), self.ident)]
+        if self.P > 1:   # the carry into the range: the totals of the ranges before it (after it: reverse)
+            tt = self.alloc("tt_", p.cdt, (max(2, self.P),))
+            src = ir.Ref(self.tot_name, tuple(B.v(f"u_{v}") for v in self.rvars) + (B.sl(0, self.P),))
+            body.insert(0, B.move("load", B.ref(tt, B.sl(0, self.P)), src))
+            lo, hi = (B.add(B.v("p_"), 1), B.c(self.P)) if p.scan.reverse else (B.c(0), B.v("p_"))
+            body.append(ir.For("q_", lo, hi, (ir.Assign(B.ref("cc_", B.sl(0, 1)),
+                                                        comb(self.op, B.ref("cc_", B.sl(0, 1)),
+                                                             B.ref(tt, B.sl(B.v("q_"), 1)))),)))
+        full, tail = divmod(n, self.C)
+        k = B.v("k_")
+        at = (lambda i: B.add(start, B.mul(ir.BinOp("-", B.c(full - 1), i), self.C))) if p.scan.reverse else \
+            (lambda i: B.add(start, B.mul(i, self.C)))
+        chunks = [ir.For("k_", B.c(0), B.c(full), tuple(self.scan_chunk(at(k), self.C)))] if full else []
+        last = self.scan_chunk(B.add(start, full * self.C), tail) if tail else []
+        return body + (last + chunks if p.scan.reverse else chunks + last)
+
+    # ------------------------------------------------------------ kernels
+    def kernel(self, name: str, per_range) -> ir.Kernel:
+        if self.P == 1 or self.last == self.RS:
+            body = per_range(self.last if self.P == 1 else self.RS)
+        else:
+            body = [ir.If(ir.BinOp("==", B.v("p_"), B.c(self.P - 1)), tuple(per_range(self.last)),
+                          tuple(per_range(self.RS)))]
+        units = self.rows * self.P
+        radix = [(f"u_{v}", self.p.shape[v]) for v in self.rvars] + [("p_", self.P)]
+        unit = B.add(B.mul(B.v("it_"), self.p.tasks), B.v("task_"))
+        div = 1
+        for var, ext in reversed(radix):     # one-trip loops decode the unit
+            x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
+            x = x if div * ext >= units else ir.BinOp("%", x, B.c(ext))
+            body = [ir.For(var, x, B.add(x, 1), tuple(body))]
+            div *= ext
+        kern = _unit_kernel(name, units, self.p.tasks, list(self.allocs.values()), body)
+        import dataclasses
+        return dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),))
+
+    def items(self, name: str) -> list:
+        """[the GDRAM totals, kernel 1, kernel 2]; only kernel 2 when every row is one range."""
+        self.tot_name = f"{name}_tot"
+        out = []
+        if self.P > 1:
+            out.append(B.alloc(self.tot_name, self.p.cdt, tuple(self.p.shape[v] for v in self.rvars) + (self.P,),
+                               "gdram"))
+            out.append(self.kernel(f"{name}_tot_mlu", self.totals_range))
+            self.allocs, self.loaded, self.stored, self.count = {}, set(), set(), 0
+        return out + [self.kernel(f"{name}_mlu", self.scan_range)]
+
+
+def long_scan_items(plan: _Plan, types: dict, name: str, remarks=None, loc=None) -> list | None:
+    """The items of a long scan, with the largest sub-segment length that leaves PIPELINED chunks per range and
+    whose scan kernel fits NRAM (None when none does)."""
+    rows = plan.n_other * plan.nlanes
+    per_range = plan.S / max(1, plan.tasks // rows)
+    for lc in LC:
+        if lc > LC[-1] and A * lc * PIPELINED > per_range:   # a range of one chunk loads, computes, stores in turn
+            continue
+        k = _Long(plan, types, name, lc)
+        items = k.items(name)
+        if k.nram_bytes() <= NRAM_BUDGET:
+            if remarks is not None and k.P > 1:
+                from gir.passes.remarks import Remark
+                remarks.append(Remark(
+                    "schedule-mlu", "missed",
+                    f"the scan '{plan.out.name}' has {k.rows} row(s) for {plan.tasks} cores: each row is cut into "
+                    f"{k.P} ranges (a kernel of range totals, then the scan carrying them), so its operands are read "
+                    "twice", loc))
+            return items
+    return None

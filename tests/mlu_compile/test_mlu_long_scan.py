@@ -1,0 +1,131 @@
+"""Long scans over few rows on the MLU (passes/schedule_mlu/scan_long.py): a 1-D scan, or a scan along the last
+axis of a tensor with fewer lane blocks than cores, cut into ranges over the cores (range totals, then the scan
+carrying them) with 64 sub-segments per chunk. Values against numpy for every op and form, element types, sizes
+with partial chunks; simulated time against the DMA roofline (the simulator's model time, not wall clock); the
+reshaping moves the kernels use."""
+import numpy as np
+import pytest
+
+from gir import ir
+from gir.codegen.mlu.emit import emit_func
+from gir.errors import GirError
+from gir.parser import parse_text
+from gir.rounding import rounding_bound
+from gir.passes.schedule_mlu import schedule_mlu
+from gir.targets.mlu.run import run_func
+from gir.targets.mlu import MLU370
+from gir.verifier import verify_module
+
+from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference, compare
+
+
+def _long(op, dtype, shape, exclusive, reverse, weighted=False, seed=0):
+    names = "abc"[:len(shape)]
+    dims = ", ".join(f"D{k}" for k in range(len(shape)))
+    idx = ", ".join(names)
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    operand = f"x[{idx}]" + (f" * w[{names[-1]}]" if weighted else "")
+    if op == "cumprod" and dtype != "i32":
+        operand = f"1.0 + {operand} * 0.001"
+    src = (f"func f(x: {dtype}[{dims}], w: {dtype}[D{len(shape) - 1}]) -> (y: {dtype}[{dims}]) {{\n"
+           f"  y[{idx}] = {op}({operand}, {names[-1]}{flags})\n}}\n")
+    f = parse_text(src).funcs[0]
+    sizes = {f"D{k}": n for k, n in enumerate(shape)}
+    rng = np.random.default_rng(seed)
+    x, w = _inputs(dtype, shape, rng, op), _inputs(dtype, shape[-1:], rng, op)
+    if dtype == "i32" and op == "cumprod":
+        x = np.where(np.abs(x) > 1, 1, x).astype(np.int32)   # products of -1, 0, 1 stay in range
+    res = run_func(f, {"x": x, "w": w}, sizes)
+    e = x.astype(np.int32 if dtype == "i32" else np.float64)
+    if weighted:
+        e = e * w.astype(e.dtype)
+    if op == "cumprod" and dtype != "i32":
+        e = 1.0 + e * 0.001
+    want = _reference(op, e, len(shape) - 1, exclusive, reverse, dtype)
+    bound = rounding_bound(f, {"x": x, "w": w}, sizes)["y"]   # a product of 70,000 terms is ill-conditioned
+    v = compare(res.outputs["y"], want, ir.DType(dtype), bound)
+    assert v.passed, (op, dtype, shape, exclusive, reverse, v.reason)
+    return res
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin"])
+@pytest.mark.parametrize("exclusive,reverse", FORMS)
+def test_every_op_and_form_across_ranges(op, exclusive, reverse):
+    """70,001 positions: 32 ranges of 4,096 (kernel 1 then kernel 2), the last one ending in a partial chunk."""
+    res = _long(op, "f32", (70001,), exclusive, reverse, seed=1)
+    assert len(res.stats["kernels"]) == 2
+
+
+@pytest.mark.parametrize("dtype,op,shape,exclusive,reverse,weighted", [
+    ("f16", "cumsum", (20011,), 0, 1, False),
+    ("bf16", "cummax", (3, 9001), 1, 0, False),
+    ("i32", "cumsum", (4099,), 1, 1, False),
+    ("i32", "cummin", (2, 30011), 0, 1, True),
+    ("f32", "cumsum", (3, 50000), 0, 0, True),
+    ("f32", "cumprod", (2, 3, 30011), 0, 1, True),
+    ("f32", "cumsum", (40, 7000), 1, 1, True),       # 40 rows: one range each, no totals kernel
+    ("f32", "cummax", (4096,), 0, 0, False),          # exactly one chunk
+])
+def test_types_rows_and_partial_chunks(dtype, op, shape, exclusive, reverse, weighted):
+    _long(op, dtype, shape, exclusive, reverse, weighted, seed=2)
+
+
+@pytest.mark.parametrize("sizes,kernels,goal", [({"N": 1 << 20}, 2, 1.8), ({"M": 64, "N": 16384}, 1, 1.4)])
+def test_long_scans_near_the_dma_roofline(sizes, kernels, goal):
+    """A 1-D scan of 1M elements ran on one core, one vector op per element (~1,000x the roofline at 4M)."""
+    src = ("func f(x: f32[N]) -> (y: f32[N]) { y[i] = cumsum(x[i], i) }" if len(sizes) == 1 else
+           "func f(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = cumsum(x[i, j], j, reverse=1) }")
+    f = parse_text(src).funcs[0]
+    ex = schedule_mlu(f, sizes)
+    assert len([k for k in ex.body if isinstance(k, ir.Kernel)]) == kernels
+    res = run_func(f, None, sizes, values=False)
+    assert len(res.stats["kernels"]) == kernels
+    elements = int(np.prod(list(sizes.values())))
+    roofline = 2 * 4 * elements / MLU370.gdram_bandwidth       # x read once, y written once
+    assert res.stats["seconds"] <= goal * roofline, res.stats["seconds"] / roofline
+
+
+def test_ranges_are_remarked():
+    f = parse_text("func f(x: f32[N]) -> (y: f32[N]) {\n  y[j] = cumsum(x[j], j)\n}\n").funcs[0]
+    remarks = []
+    schedule_mlu(f, {"N": 100000}, remarks=remarks)
+    assert any("cut into 25 ranges" in r.message and "read twice" in r.message and r.loc is not None
+               for r in remarks), [r.message for r in remarks]
+
+
+# ---------------------------------------------------------------- reshaping moves (docs/explicit-layer.md)
+RESHAPE = """func f(x: f32[300]) -> (y: f32[300]) {{
+  kernel k with task_dim=1, layout=dense {{
+    parallel t in 0..1 @core {{
+      alloc a: f32[4, 64] @nram
+      load {load}
+      store y[0:256] <- a[0:4, 0:64]
+    }}
+  }}
+}}
+"""
+
+
+def test_reshaping_load_and_store_run():
+    f = parse_text(RESHAPE.format(load="a[0:4, 0:64] <- x[0:256]")).funcs[0]
+    x = np.arange(300, dtype=np.float32)
+    got = run_func(f, {"x": x}, {}).outputs["y"]
+    assert np.array_equal(got[:256], x[:256])
+
+
+@pytest.mark.parametrize("load,message", [
+    ("a[0:4, 0:64] <- x[0:255]", "region shapes differ"),                  # not the same number of elements
+    ("a[0:4, 0:64] <- x[0:256] with mask", "region shapes differ"),        # a masked move does not reshape
+])
+def test_reshaping_moves_are_checked(load, message):
+    m = parse_text(RESHAPE.format(load=load), "<t>")
+    with pytest.raises(GirError) as e:
+        verify_module(m)
+    assert message in str(e.value) and "<t>:5:" in str(e.value)
+
+
+def test_reshaping_move_needs_contiguous_tile_rows():
+    src = RESHAPE.format(load="a[0:4, 0:32] <- x[0:128]")   # rows of 32 in a tile 64 wide
+    f = parse_text(src).funcs[0]
+    with pytest.raises(GirError, match="contiguous regions of the same size"):
+        emit_func(f)
