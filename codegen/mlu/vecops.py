@@ -128,7 +128,7 @@ class VecEmitter:
         """Broadcast a row / col / scalar operand into a full tile."""
         if a.kind == COL:
             self.out.append(call("bang_write_value", dst.ptr, dst.length, "0.0f"))
-            self.out.append(call("bang_cycle_add", dst.ptr, dst.ptr, a.ptr, dst.length, dst.pitch))
+            self.out.append(call("bang_cycle_add", dst.ptr, dst.ptr, a.ptr, _cycle_length(dst), dst.pitch))
         elif a.kind == ROW:
             self.out.append(per_row(dst.rows, call("bang_write_value", f"{dst.ptr} + r_ * {dst.pitch}", dst.pitch,
                                                    a.at('r_'))))
@@ -194,7 +194,7 @@ class VecEmitter:
             return self._scalar_form(dst, fn, b, a.value, swapped=True)
         # two vector operands of different kinds
         if a.kind == FULL and b.kind == COL and fn in CYCLE:
-            self.out.append(call(f"bang_cycle_{fn}", dst.ptr, a.ptr, b.ptr, dst.length, dst.pitch))
+            self.out.append(call(f"bang_cycle_{fn}", dst.ptr, a.ptr, b.ptr, _cycle_length(dst), dst.pitch))
             return
         if a.kind == COL and b.kind == FULL and fn in COMMUTES:
             return self.binary(dst, fn, b, a)
@@ -295,3 +295,12 @@ class VecEmitter:
         self.out.append(call("bang_write_value", fill.ptr, a.length, _IDENT[e.op]))
         self.out.append(call("bang_select", tmp.ptr, self.mask_full(a), a.ptr, fill.ptr, a.length))
         self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, tmp.ptr, a.rows, a.pitch))
+
+
+def _cycle_length(dst: Opd) -> int:
+    """Elements of a `__bang_cycle_*` op over a full tile: a multiple of the row pitch (the cycle). A dense
+    tile's physical length is rounded up to 64 elements, which a pitch such as 224 does not divide: its whole rows
+    instead (dense rows are whole 128-byte units)."""
+    if dst.length % dst.pitch == 0:
+        return dst.length
+    return dst.prow * dst.pitch

@@ -78,6 +78,9 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     func = hoist_reductions(func)   # nested invariant reductions once (the pipeline's first pass, for direct calls)
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
+    from gir.passes.schedule_mlu.scan import has_scan, materialize_operands
+    if has_scan(func):   # scan operands the scan kernel cannot compute on chip get a statement of their own
+        func = materialize_operands(func, specialize(func, sizes), remarks)
     try:
         return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
     except NoTileFits as e:

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from gir import ir
-from gir.errors import GirError
 from gir.parser import parse_text
 from gir.passes.schedule_mlu import schedule_mlu
 from gir.targets.mlu.run import run_func
@@ -106,13 +105,17 @@ def test_one_dimensional_scan_is_remarked():
     assert any("1 independent work units" in r.message and r.loc is not None for r in remarks)
 
 
-def test_transposed_operand_is_a_located_error():
+def test_transposed_operand_is_computed_first():
+    """An operand the scan kernel cannot compute on chip (here read transposed) gets a statement of its own
+    (passes/schedule_mlu/scan.py, materialize_operands), remarked at the scan; it used to be a located error."""
     src = "func f(x: f32[N, M]) -> (y: f32[M, N]) {\n  y[i, j] = cumsum(x[j, i], j)\n}\n"
     f = parse_text(src, filename="t.gir").funcs[0]
-    with pytest.raises(GirError) as e:
-        schedule_mlu(f, {"M": 8, "N": 9})
-    text = str(e.value)
-    assert "t.gir:2:" in text and "another order" in text and "^" in text
+    remarks = []
+    schedule_mlu(f, {"M": 8, "N": 9}, remarks=remarks)
+    assert any("another order" in r.message and "through GDRAM" in r.message and r.loc.line == 2 for r in remarks)
+    x = np.random.default_rng(1).standard_normal((9, 8)).astype(np.float32)
+    got = run_func(f, {"x": x}, {"M": 8, "N": 9}).outputs["y"]
+    assert compare(got, np.cumsum(x.T.astype(np.float64), axis=1), ir.DType.f32).passed
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "i32"])
@@ -161,3 +164,34 @@ def test_doubling_only_where_it_pays():
     assert not doubling_pays(512, 8, True, False)     # 256 lanes a row: the serial form is cheaper
     assert not doubling_pays(512, 1, False, False)    # padded rows are not one contiguous vector
     assert not doubling_pays(3, 1, True, False)
+
+
+@pytest.mark.parametrize("src,sizes", [
+    # a weight along an axis that is neither the scan axis nor the lane axis
+    ("func f(x: f32[A, B, C], w: f32[B]) -> (y: f32[A, B, C]) {\n  y[a, b, c] = cummax(x[a, b, c] + w[b], a)\n}\n",
+     {"A": 64, "B": 7, "C": 2}),
+    # an operation the scan kernel's three-address form lacks (select), an integer scan
+    ("func f(x: i32[A, B]) -> (y: i32[A, B]) {\n  y[a, b] = cumprod(select(x[a, b] > 0, 1, -1), b, reverse=1)\n}\n",
+     {"A": 3, "B": 33}),
+])
+def test_operands_computed_first_are_remarked_and_right(src, sizes):
+    from gir.evaluate import evaluate, random_inputs
+    f = parse_text(src, filename="m.gir").funcs[0]
+    inputs = random_inputs(f, sizes, np.random.default_rng(4))
+    res = run_func(f, inputs, sizes)
+    assert any("reads its operand through GDRAM" in r.message and r.loc.line == 2 for r in res.remarks)
+    want = evaluate(f, inputs, compute_dtype=np.float64)["y"]
+    assert compare(res.outputs["y"], want, f.results[0].type.dtype).passed
+
+
+def test_weighted_column_scan_with_a_dense_lane_chunk_not_a_multiple_of_64():
+    """Lane chunks of 224 (dense rows) and 3 scan rows: the whole-tile `__bang_cycle_mul` by the weight ran over the
+    tile's 704 physical elements, which the 224-element cycle does not divide (a simulator error before)."""
+    src = ("func f(x: f32[A, B], w: f32[B]) -> (y: f32[A, B]) {\n"
+           "  y[a, b] = cumprod(1.0 + 0.01 * (x[a, b] * w[b]), a)\n}\n")
+    f = parse_text(src).funcs[0]
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((3, 6670)).astype(np.float32), rng.standard_normal(6670).astype(np.float32)
+    got = run_func(f, {"x": x, "w": w}, {"A": 3, "B": 6670}).outputs["y"]
+    want = np.cumprod(1.0 + 0.01 * (x.astype(np.float64) * w), axis=0)
+    assert compare(got, want, ir.DType.f32).passed
