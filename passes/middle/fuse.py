@@ -13,6 +13,10 @@ A candidate group gets canonical axes (axes.py) and team axes:
 - reductions over any axes, broadcasts over any axes and permuted reads are covered by this rule; a group is
   whatever the dependences allow, checked exactly with isl (`relations.check_group`: dep ⊆ same-team).
 
+A scan (gir/scan.py) joins no group with other statements (no team holds its whole axis), but joins an earlier
+group of *sibling* scans -- the same output extents, the scan axis at the same position, a shared input -- when it
+reads nothing produced from that group on: the group is one kernel sharing the loads (search/scan.py).
+
 Every decision is a remark: `passed` for each fused group, `missed` (with the reason, at the statement) for
 each dependence that stays between kernels.
 """
