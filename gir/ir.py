@@ -74,17 +74,19 @@ class Level(enum.Enum):
 
 
 class ParLevel(enum.Enum):
-    """Parallel levels. GPU: block, warp, lane, thread. MLU: cluster, core."""
+    """Parallel levels. GPU: block, warp, lane, thread. MLU: cluster, core; `all` names every task of an MLU
+    launch and only in `sync @all` (a barrier across clusters: `__sync_all()`)."""
     block = "block"
     warp = "warp"
     lane = "lane"
     thread = "thread"
     cluster = "cluster"
     core = "core"
+    all = "all"
 
     @property
     def family(self) -> str:
-        return "mlu" if self in (ParLevel.cluster, ParLevel.core) else "gpu"
+        return "mlu" if self in (ParLevel.cluster, ParLevel.core, ParLevel.all) else "gpu"
 
 
 Dim = Union[int, str]

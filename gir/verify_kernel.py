@@ -103,6 +103,9 @@ class KernelVerifier:
 
     def _parallel(self, s: ir.Parallel, scope: Scope) -> None:
         self._family(s.level.family, s.loc)
+        if s.level == ir.ParLevel.all:
+            self.diag.error("@all names every task of a launch in `sync @all`; it is not a parallel level", s.loc)
+            return
         order = GPU_ORDER if s.level.family == "gpu" else MLU_ORDER
         depth = sum(1 for lv in scope.levels if lv == s.level)
         if s.level in scope.levels and (scope.levels[-1] != s.level or depth >= 3):
@@ -194,6 +197,8 @@ class KernelVerifier:
             self.diag.error(f"sync @{s.level.value} is meaningless: threads do not wait for themselves", s.loc)
         if s.level == ir.ParLevel.warp and ir.ParLevel.warp not in scope.levels and ir.ParLevel.thread not in scope.levels:
             self.diag.error("sync @warp outside a warp or thread scope", s.loc)
+        if s.level == ir.ParLevel.all and ir.ParLevel.core not in scope.levels:
+            self.diag.error("sync @all outside a @core scope", s.loc)
 
     def _move(self, s: ir.Move, scope: Scope) -> None:
         dst, src = self.region(s.dst, scope), self.region(s.src, scope)

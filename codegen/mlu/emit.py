@@ -168,7 +168,8 @@ class _KernelEmitter:
             cond = C.Verbatim(_index_cond(s.cond) or ScalarExpr(None, None, None).expr(s.cond)[0])
             return self.emit(C.If(cond, self.block(s.then), self.block(s.orelse)))
         if isinstance(s, ir.Sync):
-            return self.emit(C.Barrier("cluster" if s.level == ir.ParLevel.cluster else "core"))
+            return self.emit(C.Barrier(s.level.value if s.level in (ir.ParLevel.cluster, ir.ParLevel.all)
+                                       else "core"))
         if isinstance(s, ir.Move):
             return self.move(s)
         if isinstance(s, ir.Assign):

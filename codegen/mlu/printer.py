@@ -22,6 +22,7 @@ class MluPrinter(CStylePrinter):
         "kernel": "__mlu_global__ void {name}({params})",
         "barrier_core": "__sync_io_move_compute()",      # the core's IO and compute pipes
         "barrier_cluster": "__sync_cluster()",           # the cores of a cluster
+        "barrier_all": "__sync_all()",                   # every task of the launch
     }
 
     def kernel(self, k: C.KernelFunc) -> str:

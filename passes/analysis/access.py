@@ -62,6 +62,8 @@ class Instr:
     accesses: tuple[Access, ...]
     seg: int  # barrier segment: number of block/cluster barriers passed in program text
     sync_loops: tuple[SyncLoop, ...] = ()
+    phase: int = 0  # `sync @all` barriers (outside loops and conditions) passed in program text: every task's
+    #                 instructions of one phase precede every task's of the next
 
     @property
     def name(self) -> str:
@@ -184,6 +186,7 @@ class _Walker:
         self.allocs: list = []
         self.items: list = []
         self.seg = 0
+        self.phase = 0
         self.family = "gpu"
 
     def acc(self, ref: ir.Ref, write: bool, vec: int = 1, mask: bool = False) -> Access:
@@ -196,7 +199,7 @@ class _Walker:
 
     def emit(self, s, kind, accesses, vars, conds, path, sloops) -> None:
         ins = Instr(len(self.instrs), s, kind, tuple(vars), tuple(conds), tuple(path), tuple(accesses),
-                    self.seg, tuple(sloops))
+                    self.seg, tuple(sloops), self.phase)
         self.instrs.append(ins)
         self.items.append((tuple(path), ins))
 
@@ -232,6 +235,8 @@ class _Walker:
             self.emit(s, "sync", [], vars, conds, path, sloops)
             if s.level in BARRIER_LEVELS:
                 self.seg += 1
+            if s.level == ir.ParLevel.all and not sloops and not conds:
+                self.phase += 1
 
 
 def collect(func: ir.Func, kernel: ir.Kernel) -> KernelInfo:

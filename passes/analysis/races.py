@@ -66,6 +66,8 @@ def _same_interval(a, b, n1, n2) -> str:
 
 
 def _race(ki, params, a, x, b, y) -> CheckDiagnostic | None:
+    if a.phase != b.phase:
+        return None   # a `sync @all` between them orders every task's instances
     outer = (a.par_vars(*OUTER), b.par_vars(*OUTER))
     inner = (a.par_vars(*INNER), b.par_vars(*INNER))
     if len(outer[0]) != len(outer[1]) or len(inner[0]) != len(inner[1]):

@@ -358,7 +358,7 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
     from gir.passes.schedule_mlu.scan_long import applies, long_scan_items
     if applies(plan, [x for x in walk(plan.scan.arg) if isinstance(x, ir.Ref)]):
         # rows cut into ranges over the idle cores (scan_long.py) against the unit kernel: the cost model picks
-        long = long_scan_items(plan, dict(info.types), spec.name)
+        long = long_scan_items(plan, spec, dict(info.types))
         if long is not None:
             from gir.passes.schedule_mlu.cost import estimate
             try:
@@ -368,7 +368,7 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
             t_long, t_unit = (estimate(dataclasses.replace(spec, body=tuple(x))).seconds if x else float("inf")
                               for x in (long, unit))
             if t_long < t_unit:
-                long_scan_items(plan, dict(info.types), spec.name, remarks, st.loc)   # its remark
+                long_scan_items(plan, spec, dict(info.types), remarks, st.loc)   # its remark
                 return long
             if remarks is not None:
                 from gir.passes.remarks import Remark

@@ -30,7 +30,6 @@ from gir import ir
 from gir.scan import identity
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.colreduce import _unit_kernel
 from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
@@ -81,6 +80,7 @@ class _Long(_Kernel):
         self.C = C
         self.op = OPS[plan.scan.op]
         self.ident = B.c(identity(plan.scan.op, plan.cdt == F32, None if plan.cdt == F32 else "int32"))
+        self.keep = 0           # full chunks of a range phase 1 leaves in NRAM (`keep_`) for phase 2
 
     # ------------------------------------------------------------ tiles
     def shape_of(self, kind: str) -> tuple:
@@ -156,22 +156,47 @@ class _Long(_Kernel):
         return steps
 
     def totals_range(self, n: int) -> list:
+        """Phase 1 of a range of n positions: its total into `<name>_tot`; its first K chunks in scan order stay in
+        `keep_` for phase 2."""
         start = B.mul(B.v("p_"), self.RS)
         body = [ir.Assign(self.full(self.alloc("at_", self.p.cdt, (A, self.lc))), self.ident)]
         full, tail = divmod(n, self.C)
-        if full:
-            body.append(ir.For("k_", B.c(0), B.c(full),
-                               tuple(self.total_chunk(B.add(start, B.mul(B.v("k_"), self.C)), self.C))))
+        kept = min(self.keep, full)
+        i = B.v("k_")
+        if kept:
+            ev = self.full("ev_")
+            steps = self.total_chunk(self.chunk_start(start, full, i, 0), self.C)
+            steps.append(ir.Assign(self.kept(i), ev))
+            body.append(ir.For("k_", B.c(0), B.c(kept), tuple(steps)))
+        if full > kept:
+            body.append(ir.For("k_", B.c(0), B.c(full - kept),
+                               tuple(self.total_chunk(self.chunk_start(start, full, i, kept), self.C))))
         if tail:
             body += self.total_chunk(B.add(start, full * self.C), tail)
         body += self.fold()
         dst = ir.Ref(self.tot_name, tuple(B.v(f"u_{v}") for v in self.rvars) + (B.sl(B.v("p_"), 1),))
         return body + [B.move("store", dst, B.ref("at_", B.c(0), B.sl(0, 1)))]
 
+    def chunk_start(self, start, full: int, i, skip: int):
+        """The first position of the (skip + i)-th full chunk of a range in scan order (from its end: reverse)."""
+        if self.p.scan.reverse:
+            return B.add(start, B.mul(ir.BinOp("-", B.c(full - 1 - skip), i), self.C))
+        return B.add(start, B.mul(B.add(i, skip), self.C))
+
+    def kept(self, i) -> ir.Ref:
+        """The rows of `keep_` holding the i-th kept chunk."""
+        self.alloc("keep_", self.p.cdt, (self.keep * A, self.lc))
+        return B.ref("keep_", B.sl(B.mul(i, A), A), B.sl(0, self.lc))
+
     # ------------------------------------------------------------ kernel 2: the scan
-    def scan_chunk(self, s0, n: int) -> list:
+    def scan_chunk(self, s0, n: int, kept: ir.Ref | None = None) -> list:
+        """Phase 2 of one chunk: E from the operands (loaded) or from `kept` (phase 1 left it in NRAM)."""
         p = self.p
-        loads, computes, ev = self.operand(s0, n)
+        if kept is None:
+            loads, computes, ev = self.operand(s0, n)
+        else:
+            ev = self.full(self.alloc("ev_", p.cdt, (A, self.lc)))
+            loads, computes = [], [ir.Assign(ev, kept)]
         acc = B.ref(self.alloc("acc_", p.cdt, (A,)), B.sl(0, A))
         et = self.alloc("et_", p.cdt, (self.lc, A))
         ot = et if not p.scan.exclusive else self.alloc("ot_", p.cdt, (self.lc, A))
@@ -223,15 +248,22 @@ class _Long(_Kernel):
                                                         comb(self.op, B.ref("cc_", B.sl(0, 1)),
                                                              B.ref(tt, B.sl(B.v("q_"), 1)))),)))
         full, tail = divmod(n, self.C)
-        k = B.v("k_")
-        at = (lambda i: B.add(start, B.mul(ir.BinOp("-", B.c(full - 1), i), self.C))) if p.scan.reverse else \
-            (lambda i: B.add(start, B.mul(i, self.C)))
-        chunks = [ir.For("k_", B.c(0), B.c(full), tuple(self.scan_chunk(at(k), self.C)))] if full else []
+        kept = min(self.keep, full) if self.P > 1 else 0
+        i = B.v("k_")
+        chunks = []
+        if kept:
+            chunks.append(ir.For("k_", B.c(0), B.c(kept), tuple(self.scan_chunk(
+                self.chunk_start(start, full, i, 0), self.C, self.kept(i)))))
+        if full > kept:
+            chunks.append(ir.For("k_", B.c(0), B.c(full - kept), tuple(self.scan_chunk(
+                self.chunk_start(start, full, i, kept), self.C))))
         last = self.scan_chunk(B.add(start, full * self.C), tail) if tail else []
         return body + (last + chunks if p.scan.reverse else chunks + last)
 
-    # ------------------------------------------------------------ kernels
-    def kernel(self, name: str, per_range) -> ir.Kernel:
+    # ------------------------------------------------------------ the kernel
+    def unit_loop(self, per_range) -> ir.For:
+        """The task's work unit (one per task at most: rows x P <= tasks) decoded by one-trip loops, its range's
+        steps from `per_range(positions)` (the last range may be shorter)."""
         if self.P == 1 or self.last == self.RS:
             body = per_range(self.last if self.P == 1 else self.RS)
         else:
@@ -241,44 +273,65 @@ class _Long(_Kernel):
         radix = [(f"u_{v}", self.p.shape[v]) for v in self.rvars] + [("p_", self.P)]
         unit = B.add(B.mul(B.v("it_"), self.p.tasks), B.v("task_"))
         div = 1
-        for var, ext in reversed(radix):     # one-trip loops decode the unit
+        for var, ext in reversed(radix):
             x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
             x = x if div * ext >= units else ir.BinOp("%", x, B.c(ext))
             body = [ir.For(var, x, B.add(x, 1), tuple(body))]
             div *= ext
-        kern = _unit_kernel(name, units, self.p.tasks, list(self.allocs.values()), body)
-        import dataclasses
-        return dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),))
+        trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), B.v("task_")), self.p.tasks - 1), B.c(self.p.tasks))
+        return ir.For("it_", B.c(0), trips, tuple(body))
 
     def items(self, name: str) -> list:
-        """[the GDRAM totals, kernel 1, kernel 2]; only kernel 2 when every row is one range."""
+        """[the GDRAM totals, the kernel]: phase 1 (range totals), `sync @all`, phase 2 (the scan); phase 2 alone
+        when every row is one range."""
         self.tot_name = f"{name}_tot"
-        out = []
+        out, steps = [], []
         if self.P > 1:
             out.append(B.alloc(self.tot_name, self.p.cdt, tuple(self.p.shape[v] for v in self.rvars) + (self.P,),
                                "gdram"))
-            out.append(self.kernel(f"{name}_tot_mlu", self.totals_range))
-            self.allocs, self.loaded, self.stored, self.count = {}, set(), set(), 0
-        return out + [self.kernel(f"{name}_mlu", self.scan_range)]
+            steps += [self.unit_loop(self.totals_range), ir.Sync(ir.ParLevel.all)]
+        steps.append(self.unit_loop(self.scan_range))
+        par = ir.Parallel("task_", B.c(0), B.c(self.p.tasks), ir.ParLevel.core,
+                          tuple(self.allocs.values()) + tuple(steps))
+        return out + [ir.Kernel(f"{name}_mlu", (par,), (("task_dim", str(self.p.tasks)), ("layout", "dense")))]
 
 
-def long_scan_items(plan: _Plan, types: dict, name: str, remarks=None, loc=None) -> list | None:
-    """The items of a long scan, with the largest sub-segment length that leaves PIPELINED chunks per range and
-    whose scan kernel fits NRAM (None when none does)."""
+def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=None) -> list | None:
+    """The items of a long scan: of the sub-segment lengths that leave PIPELINED chunks per range and fit NRAM
+    (each keeping as many chunks in NRAM as the rest leaves room for), the one the cost model estimates fastest
+    (None when none fits)."""
+    import dataclasses
+    from gir.passes.schedule_mlu.cost import estimate
+    name = spec.name
     rows = plan.n_other * plan.nlanes
     per_range = plan.S / max(1, plan.tasks // rows)
+    best = None
     for lc in LC:
         if lc > LC[-1] and A * lc * PIPELINED > per_range:   # a range of one chunk loads, computes, stores in turn
             continue
         k = _Long(plan, types, name, lc)
         items = k.items(name)
-        if k.nram_bytes() <= NRAM_BUDGET:
-            if remarks is not None and k.P > 1:
-                from gir.passes.remarks import Remark
-                remarks.append(Remark(
-                    "schedule-mlu", "missed",
-                    f"the scan '{plan.out.name}' has {k.rows} row(s) for {plan.tasks} cores: each row is cut into "
-                    f"{k.P} ranges (a kernel of range totals, then the scan carrying them), so its operands are read "
-                    "twice", loc))
-            return items
-    return None
+        room = NRAM_BUDGET - k.nram_bytes()
+        if room < 0:
+            continue
+        if k.P > 1:   # phase 1 keeps as many chunks in NRAM as fit: phase 2 does not read them again
+            k.keep = min(room // (A * lc * L.device_nbytes(plan.cdt)), k.RS // k.C)
+            if k.keep:
+                k.allocs, k.loaded, k.stored, k.count = {}, set(), set(), 0
+                items = k.items(name)
+        seconds = estimate(dataclasses.replace(spec, body=tuple(items))).seconds
+        if best is None or seconds < best[0]:
+            best = (seconds, k, items)
+    if best is None:
+        return None
+    _, k, items = best
+    if remarks is not None and k.P > 1:
+        from gir.passes.remarks import Remark
+        again = max(0, k.RS - k.keep * k.C)
+        remarks.append(Remark(
+            "schedule-mlu", "missed",
+            f"the scan '{plan.out.name}' has {k.rows} row(s) for {plan.tasks} cores: each row is cut into {k.P} "
+            "ranges (range totals, a barrier across the cores, then the scan carrying them); "
+            + (f"{again} of each range's {k.RS} positions are read twice (the others stay in NRAM)" if again
+               else "every range stays in NRAM between the two"), loc))
+    return items

@@ -51,9 +51,10 @@ def _long(op, dtype, shape, exclusive, reverse, weighted=False, seed=0):
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin"])
 @pytest.mark.parametrize("exclusive,reverse", FORMS)
 def test_every_op_and_form_across_ranges(op, exclusive, reverse):
-    """70,001 positions: 32 ranges of 4,096 (kernel 1 then kernel 2), the last one ending in a partial chunk."""
+    """70,001 positions: 18 ranges of 4,096 (range totals, `sync @all`, the scan; the chunks kept in NRAM), the
+    last one ending in a partial chunk."""
     res = _long(op, "f32", (70001,), exclusive, reverse, seed=1)
-    assert len(res.stats["kernels"]) == 2
+    assert len(res.stats["kernels"]) == 1 and "__sync_all()" in res.source
 
 
 @pytest.mark.parametrize("dtype,op,shape,exclusive,reverse,weighted", [
@@ -70,7 +71,7 @@ def test_types_rows_and_partial_chunks(dtype, op, shape, exclusive, reverse, wei
     _long(op, dtype, shape, exclusive, reverse, weighted, seed=2)
 
 
-@pytest.mark.parametrize("sizes,kernels,goal", [({"N": 1 << 20}, 2, 1.8), ({"M": 64, "N": 16384}, 1, 1.4)])
+@pytest.mark.parametrize("sizes,kernels,goal", [({"N": 1 << 20}, 1, 1.5), ({"M": 64, "N": 16384}, 1, 1.4)])
 def test_long_scans_near_the_dma_roofline(sizes, kernels, goal):
     """A 1-D scan of 1M elements ran on one core, one vector op per element (~1,000x the roofline at 4M)."""
     src = ("func f(x: f32[N]) -> (y: f32[N]) { y[i] = cumsum(x[i], i) }" if len(sizes) == 1 else
@@ -89,7 +90,7 @@ def test_ranges_are_remarked():
     f = parse_text("func f(x: f32[N]) -> (y: f32[N]) {\n  y[j] = cumsum(x[j], j)\n}\n").funcs[0]
     remarks = []
     schedule_mlu(f, {"N": 100000}, remarks=remarks)
-    assert any("cut into 25 ranges" in r.message and "read twice" in r.message and r.loc is not None
+    assert any("cut into 25 ranges" in r.message and "barrier" in r.message and r.loc is not None
                for r in remarks), [r.message for r in remarks]
 
 
@@ -129,3 +130,43 @@ def test_reshaping_move_needs_contiguous_tile_rows():
     f = parse_text(src).funcs[0]
     with pytest.raises(GirError, match="contiguous regions of the same size"):
         emit_func(f)
+
+
+# ---------------------------------------------------------------- `sync @all` (docs/explicit-layer.md)
+PHASES = """func f(x: f32[32]) -> (y: f32[32]) {{
+  alloc t: f32[32] @gdram
+  kernel k with task_dim=32 {{
+    parallel c in 0..32 @core {{
+      alloc a: f32[2] @nram
+      load a[0:1] <- x[c:c + 1]
+      store t[c:c + 1] <- a[0:1]
+      {sync}
+      load a[0:1] <- t[31 - c:32 - c]
+      store y[c:c + 1] <- a[0:1]
+    }}
+  }}
+}}
+"""
+
+
+def test_sync_all_orders_the_tasks_for_the_race_check_and_the_simulator():
+    from gir.passes.analysis.checks import check_module
+    ok = parse_text(PHASES.format(sync="sync @all"), "<t>")
+    check_module(ok, "mlu")
+    x = np.arange(32, dtype=np.float32)
+    res = run_func(ok.funcs[0], {"x": x}, {})
+    assert np.array_equal(res.outputs["y"], x[::-1]) and "__sync_all()" in res.source
+    with pytest.raises(GirError, match="race on 't'"):
+        check_module(parse_text(PHASES.format(sync=""), "<t>"), "mlu")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("func f(x: f32[4]) -> (y: f32[4]) {\n  kernel k with task_dim=4 {\n    parallel c in 0..4 @all {\n"
+     "      sync @core\n    }\n  }\n}\n", "not a parallel level"),
+    ("func f(x: f32[4]) -> (y: f32[4]) {\n  kernel k with task_dim=4 {\n    parallel c in 0..2 @cluster {\n"
+     "      sync @all\n    }\n  }\n}\n", "sync @all outside a @core scope"),
+])
+def test_sync_all_misuse_is_located(text, message):
+    with pytest.raises(GirError) as e:
+        verify_module(parse_text(text, "<t>"))
+    assert message in str(e.value) and "<t>:" in str(e.value)
