@@ -317,9 +317,11 @@ class _Evaluator:
         x = np.asarray(self.expr(p.arg))
         x = x.reshape((1,) * (self.ndim - x.ndim) + x.shape)
         x = np.broadcast_to(x, [self.extent(self.st.ranges[v]) for v in self.axes])
-        if x.dtype == np.int32 and self.st.stmt.target.name in {r.name for r in self.info.func.results} and \
-                self.info.types[self.st.stmt.target.name].dtype == ir.DType.i64:
-            x = x.astype(np.int64)
+        target = self.info.types[self.st.stmt.target.name].dtype
+        if x.dtype.kind in "iu" and target in (ir.DType.i32, ir.DType.i64):
+            # an integer scan runs in its result's type: an operand computed in a wider type (`x[j] - 3`) would
+            # start an exclusive cummax from that type's minimum (INT64_MIN, 0 once stored as i32)
+            x = x.astype(target.numpy)
         return evaluate_scan(p.op, np.ascontiguousarray(x), self.axes[p.axis], p.exclusive, p.reverse)
 
     def _floats(self, *xs):

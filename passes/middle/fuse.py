@@ -34,6 +34,9 @@ from gir.passes.middle.axes import AxisConflict, canonical_axes
 from gir.passes.middle.graph import FuncGraph, Group
 
 
+MAX_SIBLING_SCANS = 4   # a scan kernel's shared chunk buffers: 4 f64 siblings take 40 KB of a block's 48 KB
+
+
 @dataclass(frozen=True)
 class Fuse(GraphPass):
     """Fuse statements into kernels whose dependences stay within one team (isl-checked).
@@ -71,8 +74,8 @@ def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0, 
             if scans:  # a scan is its own kernel (passes/middle/search/scan.py); no team holds its whole axis
                 if ctx is not None and _reads_from(g, members, s.id):
                     ctx.remark("fuse", "missed", f"'{s.target}' is not fused with {_names(g, members)}: a scan "
-                               f"('{g.stmts[scans[0]].target}') runs as a kernel of its own; write element-wise "
-                               "producers into the scan's operand to fuse them", s.loc)
+                               f"('{g.stmts[scans[0]].target}') shares a kernel only with sibling scans; write "
+                               "element-wise producers into the scan's operand to fuse them", s.loc)
                 continue
             d = 1 + max([depth[p] for p in _producers(g, s.id) if p in members and not g.stmts[p].is_reduction],
                         default=0)
@@ -131,7 +134,7 @@ def _sibling_scans(g: FuncGraph, groups: list[list[int]], s: int, max_stmts: int
             return None
         members = groups[k]
         if (all(_scan_shape(g, m) == _scan_shape(g, s) for m in members) and _shares_input(g, members, s)
-                and not (max_stmts and len(members) >= max_stmts)):
+                and len(members) < MAX_SIBLING_SCANS and not (max_stmts and len(members) >= max_stmts)):
             return k
     return None
 

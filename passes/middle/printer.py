@@ -19,6 +19,7 @@ from gir import ir
 from gir.errors import GirError
 from gir.parser import parse_text
 from gir.printer import format_expr, format_type
+from gir.scan import scan_of
 from gir.walk import reductions_preorder
 from gir.passes.schedule.emit import C, Lines, V, add, alloc, dim_expr, fx, identity, mul, prod_expr, simplify, tile
 from gir.passes.schedule.kinds import BOOL, F32, kind_of
@@ -39,6 +40,9 @@ def print_graph(g) -> ir.Func:
     items: list[str] = []
     kernels: list[str] = []
     for grp in g.groups:
+        if any(scan_of(g.stmts[s].value) is not None for s in grp.stmts):
+            kernels += _scan_kernels(g, grp)   # the reference mapping cannot express a scan
+            continue
         kp = KernelPrinter(g, grp)
         kernels += kp.kernels(f"{g.name}_{grp.id}")
         items += kp.global_allocs
@@ -53,6 +57,16 @@ def print_graph(g) -> ir.Func:
     except GirError as exc:
         raise GirError(f"internal error: the IDFG of '{g.name}' printed as invalid GIR: {exc}\n{text}") from None
     return replace(out, loc=g.func.loc)
+
+
+def _scan_kernels(g, grp) -> list[str]:
+    """A group of scans as the `scan` recipe maps it (passes/middle/search/scan.py) on the default GPU machine with
+    the default size hints: the printed IDFG is a faithful program before the search runs."""
+    from gir.passes.machines import DEFAULT_FOR_TARGET
+    from gir.passes.middle.search import scan as recipe
+    from gir.passes.middle.search.units import Unit
+    unit = Unit([g.stmts[s] for s in grp.stmts], grp)
+    return recipe.candidates(g, unit, DEFAULT_FOR_TARGET["sim"], {})[0].emit(f"{g.name}_{grp.id}").kernels
 
 
 @dataclass

@@ -358,17 +358,19 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
     from gir.passes.schedule_mlu.scan_long import applies, long_scan_items
     if applies(plan, [x for x in walk(plan.scan.arg) if isinstance(x, ir.Ref)]):
         # rows cut into ranges over the idle cores (scan_long.py) against the unit kernel: the cost model picks
-        long = long_scan_items(plan, spec, dict(info.types))
+        said_long, said_unit = [], []
+        long = long_scan_items(plan, spec, dict(info.types), said_long, st.loc)
         if long is not None:
             from gir.passes.schedule_mlu.cost import estimate
             try:
-                unit = _unit_items(spec, info, _Plan(st, dict(info.types), tasks), None)
+                unit = _unit_items(spec, info, _Plan(st, dict(info.types), tasks), said_unit)
             except GirError:   # no unit tile fits NRAM
                 unit = None
             t_long, t_unit = (estimate(dataclasses.replace(spec, body=tuple(x))).seconds if x else float("inf")
                               for x in (long, unit))
+            if remarks is not None:
+                remarks.extend(said_long if t_long < t_unit else said_unit)
             if t_long < t_unit:
-                long_scan_items(plan, spec, dict(info.types), remarks, st.loc)   # its remark
                 return long
             if remarks is not None:
                 from gir.passes.remarks import Remark

@@ -1,35 +1,42 @@
-"""Long scans over few rows on the MLU (a 1-D scan, or a scan along the last axis of a tensor with fewer rows than
-cores): the rows are cut into ranges spread over the cores, and each chunk of a range is scanned as 64
-sub-segments side by side.
+"""Long scans over few rows on the MLU (a 1-D scan, or a scan along the last axis of a tensor with fewer lane
+blocks than cores): the rows are cut into ranges spread over the cores, and each chunk of a range is scanned as
+64 sub-segments side by side.
 
 The unit kernel of scan.py gives each core whole rows and scans a row with one vector op per position across the
 rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,000x the DMA roofline). Here:
 
 - every row (a point of the axes other than the scan axis s) is cut into P ranges of RS positions (P = cores /
-  rows), one work unit per (row, range);
-- kernel 1 (`<name>_tot`) walks its range in chunks of C = 64 x Lc elements, combining each chunk element-wise into
-  a [64, Lc] tile, then folds the tile into the range's total (halving steps: sum, product, max or min alike) and
-  stores it in a GDRAM array `<name>_tot[rows..., P]`;
-- kernel 2 (`<name>_mlu`) starts from the combination of the totals of the ranges before its own (after it, for
-  a reverse scan) and walks its chunks: a chunk x[s0 : s0 + C] is loaded as a [64, Lc] tile (row a = positions
-  s0 + a Lc ...: one contiguous move reshaped on chip), E is computed, the tile is transposed to [Lc, 64] and each
-  of the 64 sub-segments is scanned locally (scan_steps.py, one vector op per position across the 64 lanes, the
-  carries starting from the identity). The sub-segment totals (the carries left over) give each sub-segment its
-  offset, the chunk carry combined with the totals of the sub-segments before it (a scalar loop over 64 lanes);
-  the offsets are combined into every row of the tile (`__bang_cycle_*`), which is transposed back and stored.
-  The last chunk of the last range may be partial: it is loaded and stored as its full rows plus one partial row,
-  and the rest of the tile holds the identity.
+  rows), one work unit per (row, range), at most one per task;
+- phase 1 (P > 1) walks the task's range in chunks of C = 64 x Lc elements, combining each chunk element-wise
+  into a [64, Lc] tile, then folds the tile into the range's total (halving steps: sum, product, max or min
+  alike) and stores it in a GDRAM array `<name>_tot[rows..., P]`; the E tiles of its first `keep` chunks in scan
+  order stay in NRAM (`keep_`);
+- `sync @all`: every task's total is stored before any task reads them;
+- phase 2 starts from the combination of the totals of the ranges before its own (after it, for a reverse
+  scan) and walks its chunks: a chunk x[s0 : s0 + C] is loaded as a [64, Lc] tile (row a = positions
+  s0 + a Lc ...: one contiguous move reshaped on chip) and E computed -- or the kept tile taken --, the tile is
+  transposed to [Lc, 64] and each of the 64 sub-segments is scanned locally (scan_steps.py, one vector op per
+  position across the 64 lanes, the carries starting from the identity). The sub-segment totals (the carries
+  left over) give each sub-segment its offset, the chunk carry combined with the totals of the sub-segments
+  before it (a scalar loop over 64 lanes); the offsets are combined into every row of the tile
+  (`__bang_cycle_*`), which is transposed back and stored. The last chunk of the last range may be partial: it
+  is loaded and stored as its full rows plus one partial row, and the rest of the tile holds the identity.
 
-Every operand is read twice (once per kernel) and every result written once: 1.5x the compulsory bytes, the
-price of splitting a row across cores without a barrier across clusters (remarked). Operands must be indexed by
-the statement's variables in order and depend on the scan axis (others keep the unit kernel).
+Operands of the chunks not kept are read twice and every result is written once (up to 1.5x the compulsory
+bytes; remarked with the count). Operands must be indexed by the statement's variables in order and depend on
+the scan axis (others keep the unit kernel).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from gir import ir
+from gir.passes.remarks import Remark
 from gir.scan import identity
+from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.cost import estimate
 from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
@@ -55,7 +62,8 @@ def applies(plan: _Plan, refs: list[ir.Ref]) -> bool:
 
 
 class _Long(_Kernel):
-    """The two kernels of one long scan (module docstring)."""
+    """The kernel of one long scan (module docstring). It reuses _Kernel's three-address computes of E (`expr`,
+    over its `refs`, `allocs` and tile shapes) but not its unit-kernel geometry: __init__ sets those fields itself."""
 
     def __init__(self, plan: _Plan, types: dict, name: str, lc: int):
         self.p, self.types, self.name, self.lc = plan, types, name, lc
@@ -64,7 +72,6 @@ class _Long(_Kernel):
         self.loaded: set[str] = set()
         self.stored: set[str] = set()
         self.refs = {}
-        from gir.walk import walk
         for x in walk(plan.scan.arg):
             if isinstance(x, ir.Ref):
                 self.refs[x.name] = (FULL, [i.name for i in x.index])
@@ -300,8 +307,6 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
     """The items of a long scan: of the sub-segment lengths that leave PIPELINED chunks per range and fit NRAM
     (each keeping as many chunks in NRAM as the rest leaves room for), the one the cost model estimates fastest
     (None when none fits)."""
-    import dataclasses
-    from gir.passes.schedule_mlu.cost import estimate
     name = spec.name
     rows = plan.n_other * plan.nlanes
     per_range = plan.S / max(1, plan.tasks // rows)
@@ -326,7 +331,6 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
         return None
     _, k, items = best
     if remarks is not None and k.P > 1:
-        from gir.passes.remarks import Remark
         again = max(0, k.RS - k.keep * k.C)
         remarks.append(Remark(
             "schedule-mlu", "missed",

@@ -159,3 +159,20 @@ def test_codegen_compiles(tmp_path, compiler, target):
     cmd = ["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_exclusive_integer_scan_of_a_computed_operand_starts_from_the_result_types_extreme():
+    """`x[j] - 3` is computed wider than i32 by numpy; the scan runs in the result's type, so an exclusive cummax
+    starts from INT32_MIN (it was INT64_MIN, stored as 0)."""
+    f = parse_text("func f(x: i32[N]) -> (y: i32[N]) {\n  y[j] = cummax(x[j] - 3, j, exclusive=1)\n}\n").funcs[0]
+    x = np.array([5, -7, 2], dtype=np.int32)
+    assert list(evaluate(f, {"x": x})["y"]) == [np.iinfo(np.int32).min, 2, 2]
+
+
+def test_the_fused_idfg_of_scans_prints(tmp_path):
+    """`gir opt --passes naive-lower,fuse` prints each group of scans as the scan recipe maps it (it raised an
+    AttributeError traceback)."""
+    proc = subprocess.run([sys.executable, "-m", "gir", "opt", "samples/cumsum.gir", "--passes", "naive-lower,fuse"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "kernel cumsum_0" in proc.stdout and "@shared" in proc.stdout

@@ -119,3 +119,31 @@ def test_integer_siblings_exact():
     want = np.flip(np.maximum.accumulate(np.flip(x)))
     want = np.concatenate([want[1:], [np.iinfo(np.int32).min]]).astype(np.int32)
     assert np.array_equal(res.outputs["p"], want)
+
+
+def test_many_wide_siblings_split_into_groups_that_fit_shared_memory():
+    """Five f64 siblings of rows >= 1,024 need 50 KB of chunk buffers in one kernel (over the 48 KB a block gets):
+    fuse groups at most MAX_SIBLING_SCANS of them."""
+    from gir.passes.middle.fuse import MAX_SIBLING_SCANS
+    ops = ["cumsum(x[i, j], j)", "cummax(x[i, j], j)", "cummin(x[i, j], j)", "cumprod(1.0 + 0.01 * x[i, j], j)",
+           "cumsum(x[i, j], j, exclusive=1)"]
+    outs = ", ".join(f"y{k}: f64[M, N]" for k in range(len(ops)))
+    text = f"func f(x: f64[M, N]) -> ({outs}) {{\n" + "".join(f"  y{k}[i, j] = {op}\n" for k, op in
+                                                               enumerate(ops)) + "}\n"
+    x = np.random.default_rng(9).standard_normal((4, 1024))
+    func, low, res = run_sim(text, {"M": 4, "N": 1024}, {"x": x})
+    assert len(low.kernels) == -(-len(ops) // MAX_SIBLING_SCANS)
+    judge(res.outputs["y0"], np.cumsum(x, axis=1), "f64", "y0")
+
+
+def test_reverse_only_operands_are_read_by_the_forward_pass_only_where_stashed():
+    """r's second operand y is read by the forward pass only at the stashed positions; past them by the reverse
+    pass only: the kernel reads x once and y once (20,000-element rows, longer than the stash)."""
+    text = ("func f(x: f32[M, N], y: f32[M, N]) -> (c: f32[M, N], r: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], j)\n"
+            "  r[a, b] = cumsum(x[a, b] * y[a, b], b, reverse=1)\n}\n")
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((4, 20000)).astype(np.float32), rng.standard_normal((4, 20000)).astype(np.float32)
+    func, low, res = run_sim(text, {"M": 4, "N": 20000}, {"x": x, "y": y})
+    judge(res.outputs["r"], numpy_scan("cumsum", x.astype(np.float64) * y, 1, False, True), "f32", "r")
+    # x past the stash is read again by the reverse pass (x * y): at most 2 x + 1 y
+    assert res.stats.global_read_bytes <= 1.05 * (x.nbytes + y.nbytes + (x.nbytes - 4 * 4 * 9472))

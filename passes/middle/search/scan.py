@@ -24,7 +24,8 @@ forms walk s from its end (index S - 1 - q for the q-th element walked).
 """
 from __future__ import annotations
 
-from gir.passes.builtin.exprs import var_names
+from gir import ir
+from gir.passes.builtin.exprs import substitute_vars, var_names
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
@@ -126,12 +127,13 @@ def _row_plan(g, scans: list[ScanStmt], slices: int, extent: int, threads: int, 
         R //= 2
     mixed = any(x.p.reverse for x in scans) and not all(x.p.reverse for x in scans)
     stashed = [x for x in scans if x.p.reverse] if mixed else []
-    cached = set()
-    if R > 1:
+    cached = set()   # one shared buffer per operand text with the variables named by position (siblings may
+    if R > 1:        # name them differently), as scan_text.py keys them
         for x in scans:
+            pos = {v: ir.Var(f"@{i}") for i, v in enumerate(x.s.out_vars)}
             for r in x.refs:
                 if x.var_at(batch) not in var_names(r):
-                    cached.add((r.name, str(r)))
+                    cached.add((r.name, str(substitute_vars(r, pos))))
     per_pos = sum(x.acc.nbytes for x in stashed) + sum(g.types[name].dtype.nbytes for name, _ in cached)
     used = sum((threads * VEC + threads) * x.acc.nbytes for x in scans)
     room = max(0, m.smem_per_block_default - SHARED_SLACK - used)

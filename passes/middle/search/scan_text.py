@@ -278,7 +278,14 @@ class KernelText:
         self.open(f"for _e in 0..{V}")
         self.held = {}
         for sc in list(group) + list(out):
-            if sc in into:
+            if sc in out:   # only the stashed positions: past them the reverse pass reads the operands itself
+                before = dict(self.held)
+                self.open(f"if {q} < {cap}")
+                self.value(sc, env, a, cache)
+                self.line(f"copy _st{sc.k}[{q}:{q} + 1] <- _v{sc.k}[0:1]")
+                self.close()
+                self.held = before
+            elif sc in into:
                 before = dict(self.held)
                 self.open(f"if {q} < {S} and {a} < {cap}")
                 self.line(f"copy _v{sc.k}[0:1] <- _st{sc.k}[{a}:{a} + 1]")
@@ -293,10 +300,6 @@ class KernelText:
         for sc in group:
             self.line(f"_v{sc.k}[0:1] = {sc.ident}")
         self.close()
-        for sc in out:
-            self.open(f"if {q} < {cap}")
-            self.line(f"copy _st{sc.k}[{q}:{q} + 1] <- _v{sc.k}[0:1]")
-            self.close()
         for sc in group:
             self.line(f"copy _sh{sc.k}[{T} * _e + _t:{T} * _e + _t + 1] <- _v{sc.k}[0:1]")
         self.close()
