@@ -10,6 +10,7 @@ from gir import ir
 from gir.shapes import func_info
 from gir.passes.analysis.index_bounds import clamp_guarded
 from gir.passes.builtin.exprs import children
+from gir.passes.builtin.narrow import round_read_results
 from gir.passes.middle import relations as rel
 from gir.passes.middle.graph import Buffer, Dep, FuncGraph, Group, ModuleGraph, Node, Stmt
 
@@ -24,6 +25,7 @@ def build_func(func: ir.Func) -> FuncGraph:
 
     refuse_empty_tensors(func)
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions every target runs
+    func = round_read_results(func)     # a 16-bit result read again is read rounded (passes/builtin/narrow.py)
     info = func_info(func)
     g = FuncGraph(func, info)
     results = {p.name for p in func.results}

@@ -46,6 +46,8 @@ class _Stmt:
     def buf(self, dtype: ir.DType) -> str:
         self.n += 1
         name = f"s{self.n}"
+        while name in self.types:   # a tensor of the program may be called s1
+            name += "_"
         self.allocs.append(B.alloc(name, dtype, (1,), "nram"))
         return name
 

@@ -9,6 +9,7 @@ them becomes a scalar kernel (`fallback.py`).
 from __future__ import annotations
 
 from gir import ir
+from gir.errors import GirError
 
 _ACTIVE: set = set()   # statements being scheduled (a one-statement function may fall back to op-by-op itself:
 #                        inside, statement_items answers None, i.e. the scalar kernel)
@@ -23,7 +24,7 @@ def single_func(func: ir.Func, st, types, k: int) -> ir.Func:
         if isinstance(x, ir.Ref) and x.name not in names and x.name != target:
             names.append(x.name)
     params = tuple(ir.Param(x, types[x]) for x in names)
-    return ir.Func(f"{func.name}_s{k}", params, (ir.Param(target, types[target]),), (st.stmt,))
+    return ir.Func(f"{func.name}_s{k}", params, (ir.Param(target, types[target]),), (st.stmt,), loc=st.stmt.loc)
 
 
 def statement_items(func: ir.Func, st, types, k: int, items: list, allow_sram: bool = True, tasks: int = 32,
@@ -73,6 +74,8 @@ def _vector(sub: ir.Func, taken: set, kw: dict) -> list | None:
     _ACTIVE.add(sub.name)
     try:
         out = schedule_mlu(sub, {}, mode="fused", **kw)
+    except GirError:   # e.g. no tile of its rows fits NRAM: the caller splits it or takes the scalar kernel
+        return None
     finally:
         _ACTIVE.discard(sub.name)
     kernels = [x for x in out.body if isinstance(x, ir.Kernel)]

@@ -78,6 +78,8 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     func = hoist_reductions(func)   # nested invariant reductions once (the pipeline's first pass, for direct calls)
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
+    from gir.passes.builtin.narrow import round_read_results
+    func = round_read_results(func)   # a 16-bit result read again is read rounded (passes/builtin/narrow.py)
     from gir.passes.schedule_mlu.scan import has_scan, materialize_operands
     if has_scan(func):   # scan operands the scan kernel cannot compute on chip get a statement of their own
         func = materialize_operands(func, specialize(func, sizes), remarks)

@@ -195,3 +195,31 @@ def test_weighted_column_scan_with_a_dense_lane_chunk_not_a_multiple_of_64():
     got = run_func(f, {"x": x, "w": w}, {"A": 3, "B": 6670}).outputs["y"]
     want = np.cumprod(1.0 + 0.01 * (x.astype(np.float64) * w), axis=0)
     assert compare(got, want, ir.DType.f32).passed
+
+
+def test_tensors_named_like_the_scalar_kernels_registers():
+    """Two scans `s0`, `s1` and their difference (found by the review's fuzzing): the op-by-op scalar kernel of
+    `q` named its one-element NRAM registers s1, s2, ... ("duplicate definition of 's1'")."""
+    from gir.evaluate import evaluate, random_inputs
+    src = ("func f(x: f32[D0], w: f32[D0], y: f32[D0]) -> (s0: f32[D0], s1: f32[D0], q: f32[D0]) {\n"
+           "  s0[a] = cumsum(x[a], a)\n  s1[a] = cumsum(x[a], a)\n  q[a] = s0[a] - s1[a]\n}\n")
+    f = parse_text(src).funcs[0]
+    inputs = random_inputs(f, {"D0": 37}, np.random.default_rng(2))
+    got = run_func(f, inputs, {"D0": 37}).outputs
+    want = evaluate(f, inputs, compute_dtype=np.float64)
+    assert compare(got["s1"], want["s1"], ir.DType.f32).passed and np.array_equal(got["q"], np.zeros(37))
+
+
+def test_a_statement_whose_rows_fit_no_tile_falls_back_with_a_remark():
+    """The op-by-op split scheduled `q` alone and passed its unlocated "no tile fits NRAM" up as the program's error;
+    it now takes the next fallback (here the scalar kernel), remarked at the statement (scheduled, not run: the
+    scalar kernel takes 12 s to simulate; `gir run` of this program at these sizes passes)."""
+    src = ("func f(x: i32[D0, D1, D2], w: i32[D0, D2], y: i32[D0, D1, D2]) -> (s0: i32[D0, D1, D2], "
+           "s1: i32[D0, D1, D2], q: i32[D0, D1, D2]) {\n"
+           "  s0[a, b, c] = cumsum(x[a, b, c] * w[a, c], c, reverse=1)\n"
+           "  s1[a, b, c] = cummin((x[a, b, c] * w[a, c] + y[a, b, c]), c, exclusive=1)\n"
+           "  q[a, b, c] = s0[a, b, c] - s1[a, b, c]\n}\n")
+    remarks = []
+    out = schedule_mlu(parse_text(src, filename="q.gir").funcs[0], {"D0": 1, "D1": 1, "D2": 131072}, remarks=remarks)
+    assert len(out.kernels) >= 3
+    assert any("'q'" in r.message and r.loc is not None and r.loc.line == 4 for r in remarks)

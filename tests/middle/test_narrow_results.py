@@ -1,0 +1,40 @@
+"""A result stored in f16/bf16 and read by a later statement is read rounded to its type on every path
+(passes/builtin/narrow.py): forwarded on chip, it was read as the unrounded f32 value on sim and mlu-sim."""
+import numpy as np
+import pytest
+
+from gir.evaluate import evaluate, random_inputs
+from gir.parser import parse_text
+from gir.passes.builtin.narrow import round_read_results
+from gir.passes.schedule import lower_func
+from gir.targets.mlu.run import run_func as run_mlu
+from gir.targets.sim import run_func as run_sim
+
+TEXT = """func f(x: {t}[M, N], y: {t}[M, N]) -> (t0: {t}[M, N], t1: {t}[M, N], s: f32[M, N]) {{
+  t0[i, j] = 0.5 * x[i, j] + y[i, j]
+  t1[i, j] = 0.5 * x[i, j] + t0[i, j]
+  s[i, j] = (f32(x[i, j]) - f32(t1[i, j])) * 1000.0
+}}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("target", ["sim", "mlu-sim"])
+def test_forwarded_narrow_result_is_rounded(dtype, target):
+    f = parse_text(TEXT.format(t=dtype)).funcs[0]
+    sizes = {"M": 3, "N": 130}
+    inputs = random_inputs(f, sizes, np.random.default_rng(0))
+    want = evaluate(f, inputs, compute_dtype=np.float64)
+    if target == "sim":
+        got = run_sim(lower_func(f, "sim", {"sizes": sizes}), inputs, sizes).outputs
+    else:
+        got = run_mlu(f, inputs, sizes).outputs
+    for r in f.results:
+        assert np.array_equal(np.asarray(got[r.name], np.float64), np.asarray(want[r.name], np.float64)), r.name
+
+
+def test_only_results_read_later_are_rewritten():
+    f = parse_text(TEXT.format(t="f16")).funcs[0]
+    g = round_read_results(f)
+    values = [s.value for s in g.body]
+    assert values[0].fn == "f16" and values[1].fn == "f16" and values[2] == f.body[2].value
