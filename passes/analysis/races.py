@@ -102,7 +102,9 @@ def _race(ki, params, a, x, b, y) -> CheckDiagnostic | None:
                 x.ref.loc or a, shown,
                 notes=[f"both touch element {x.buf.name}[{addr}]; thread 1 runs {a.name}, thread 2 runs {b.name}",
                        f"other access: {y.ref.loc or b.loc}",
-                       "separate them with a barrier (sync @block) or give each thread its own elements"])
+                       "separate them with a barrier (" + ("sync @cluster, or sync @all across clusters"
+                                                           if ki.family == "mlu" else "sync @block")
+                       + ") or give each thread its own elements"])
 
 
 def _addr(idx: list[str], point: dict[str, int]) -> str:

@@ -9,7 +9,7 @@ them becomes a scalar kernel (`fallback.py`).
 from __future__ import annotations
 
 from gir import ir
-from gir.errors import GirError
+from gir.passes.schedule_mlu.placement import NoTileFits
 
 _ACTIVE: set = set()   # statements being scheduled (a one-statement function may fall back to op-by-op itself:
 #                        inside, statement_items answers None, i.e. the scalar kernel)
@@ -74,8 +74,8 @@ def _vector(sub: ir.Func, taken: set, kw: dict) -> list | None:
     _ACTIVE.add(sub.name)
     try:
         out = schedule_mlu(sub, {}, mode="fused", **kw)
-    except GirError:   # e.g. no tile of its rows fits NRAM: the caller splits it or takes the scalar kernel
-        return None
+    except NoTileFits:   # no tile of its rows fits NRAM: the caller splits it or takes the scalar kernel (other
+        return None      # refusals, e.g. a scan's element type, are the program's located errors)
     finally:
         _ACTIVE.discard(sub.name)
     kernels = [x for x in out.body if isinstance(x, ir.Kernel)]

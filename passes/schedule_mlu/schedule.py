@@ -27,7 +27,6 @@ def specialize(func: ir.Func, sizes: dict[str, int]) -> ir.Func:
     """The same function with every size symbol replaced by its value (MLU kernels have static tiles)."""
     missing = [s for s in func.size_symbols() if s not in sizes]
     if missing:
-        from gir.errors import GirError
         raise GirError(f"the MLU target needs values for sizes {', '.join(missing)} (use --sizes NAME=INT,...)", func.loc)
     def param(p):   # a reshape view's declared type and dimensions too (the tile recipe's merged views keep them)
         view = None if p.view is None else dataclasses.replace(
@@ -85,8 +84,8 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         func = materialize_operands(func, specialize(func, sizes), remarks)
     try:
         return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
-    except NoTileFits as e:
-        raise GirError(f"function '{func.name}': {e.message}", func.loc) from None
+    except NoTileFits as e:   # (still a NoTileFits: the op-by-op split falls back from it, opbyop.py)
+        raise NoTileFits(f"function '{func.name}': {e.message}", func.loc) from None
 
 
 def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,

@@ -38,3 +38,17 @@ def test_only_results_read_later_are_rewritten():
     g = round_read_results(f)
     values = [s.value for s in g.body]
     assert values[0].fn == "f16" and values[1].fn == "f16" and values[2] == f.body[2].value
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: a 16-bit reduction result read again on chip is read unrounded "
+                                       "(rounding it moved the MLU to slower schedules; passes/builtin/narrow.py)")
+@pytest.mark.parametrize("target", ["sim", "mlu-sim"])
+def test_forwarded_narrow_reduction_result_is_rounded(target):
+    f = parse_text("func f(x: f32[M, N]) -> (t: f16[M], y: f32[M, N]) {\n  t[i] = sum(x[i, j])\n"
+                   "  y[i, j] = x[i, j] - t[i]\n}\n").funcs[0]
+    sizes = {"M": 64, "N": 257}
+    inputs = random_inputs(f, sizes, np.random.default_rng(1))
+    want = evaluate(f, inputs, compute_dtype=np.float64)
+    got = (run_sim(lower_func(f, "sim", {"sizes": sizes}), inputs, sizes) if target == "sim"
+           else run_mlu(f, inputs, sizes)).outputs
+    assert np.array_equal(np.asarray(got["y"], np.float64), np.asarray(want["y"], np.float64))
