@@ -152,10 +152,14 @@ def _store_steps(dst: ir.Ref, tile: str, half: str, width: int, dt: ir.DType) ->
 
 
 def _unit_kernel(name, units, tasks, allocs, body) -> ir.Kernel:
-    trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), B.v("task_")), tasks - 1), B.c(tasks))
-    loop = ir.For("it_", B.c(0), trips, tuple(body))
+    loop = ir.For("it_", B.c(0), unit_trips(units, tasks), tuple(body))
     par = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(allocs) + (loop,))
     return ir.Kernel(name, (par,), (("task_dim", str(tasks)),))
+
+
+def unit_trips(units: int, tasks: int) -> ir.Expr:
+    """Units task_ walks (units task_, task_ + tasks, ...): cdiv(units - task_, tasks)."""
+    return ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), B.v("task_")), tasks - 1), B.c(tasks))
 
 
 def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks, dt=F32) -> ir.Kernel:

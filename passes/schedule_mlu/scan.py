@@ -303,7 +303,6 @@ class _Kernel:
     def kernel(self) -> ir.Kernel:
         p = self.p
         radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)]
-        unit = B.add(B.mul(B.v("it_"), p.tasks), B.v("task_"))
         wl = p.nlanes - (p.chunks - 1) * p.W
         l0 = B.mul(B.v("c_"), p.W)
         if p.chunks == 1 or wl == p.W:
@@ -311,13 +310,8 @@ class _Kernel:
         else:
             body = [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(self.lanes(l0, wl)),
                           tuple(self.lanes(l0, p.W)))]
-        div = 1
-        for name, ext in reversed(radix):     # one-trip loops decode the unit: region starts stay affine
-            x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
-            x = x if div * ext >= p.units else ir.BinOp("%", x, B.c(ext))
-            body = [ir.For(name, x, B.add(x, 1), tuple(body))]
-            div *= ext
-        return _unit_kernel(self.name, p.units, p.tasks, list(self.allocs.values()), body)
+        return _unit_kernel(self.name, p.units, p.tasks, list(self.allocs.values()),
+                            decode_units(radix, p.units, p.tasks, body))
 
     def nram_bytes(self) -> int:
         """NRAM of the allocs, loaded and stored tiles counted twice (pipeline slots)."""
@@ -327,6 +321,19 @@ class _Kernel:
             b = L.phys_elems(a.type.shape) * L.device_nbytes(a.type.dtype) * slots
             total += L.round_up(b, L.VECTOR_ALIGN)
         return total
+
+
+def decode_units(radix: list, units: int, tasks: int, body: list) -> list:
+    """`body` inside one-trip loops that decode the work unit it_ * tasks + task_ into the mixed-radix digits
+    `radix` ([(variable, extent)], most significant first): region starts stay affine."""
+    unit = B.add(B.mul(B.v("it_"), tasks), B.v("task_"))
+    div = 1
+    for name, ext in reversed(radix):
+        x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
+        x = x if div * ext >= units else ir.BinOp("%", x, B.c(ext))
+        body = [ir.For(name, x, B.add(x, 1), tuple(body))]
+        div *= ext
+    return body
 
 
 def _divisor_tile(S: int, R: int, step: int) -> int:

@@ -37,7 +37,8 @@ from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.colreduce import unit_trips
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
 A = 64                      # sub-segments of a chunk: the lanes of the transposed tile
@@ -278,15 +279,8 @@ class _Long(_Kernel):
                           tuple(per_range(self.RS)))]
         units = self.rows * self.P
         radix = [(f"u_{v}", self.p.shape[v]) for v in self.rvars] + [("p_", self.P)]
-        unit = B.add(B.mul(B.v("it_"), self.p.tasks), B.v("task_"))
-        div = 1
-        for var, ext in reversed(radix):
-            x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
-            x = x if div * ext >= units else ir.BinOp("%", x, B.c(ext))
-            body = [ir.For(var, x, B.add(x, 1), tuple(body))]
-            div *= ext
-        trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), B.v("task_")), self.p.tasks - 1), B.c(self.p.tasks))
-        return ir.For("it_", B.c(0), trips, tuple(body))
+        body = decode_units(radix, units, self.p.tasks, body)
+        return ir.For("it_", B.c(0), unit_trips(units, self.p.tasks), tuple(body))
 
     def items(self, name: str) -> list:
         """[the GDRAM totals, the kernel]: phase 1 (range totals), `sync @all`, phase 2 (the scan); phase 2 alone

@@ -103,11 +103,12 @@ class KernelText:
                 env[i] = f"_g{k}"
         return env
 
-    def walk_rest(self, positions: list[int], env: dict[int, str]) -> int:
-        for k, i in enumerate(positions[MAX_GRID:]):
+    def walk_rest(self, positions: list[int], env: dict[int, str], grid: int = MAX_GRID) -> int:
+        """Loops over the positions past the first `grid` (those the grid holds); returns how many it opened."""
+        for k, i in enumerate(positions[grid:]):
             self.open(f"for _f{k} in 0..{self.extent(i)}")
             env[i] = f"_f{k}"
-        return max(0, len(positions) - MAX_GRID)
+        return max(0, len(positions) - grid)
 
     def at(self, sc: ScanStmt, env: dict[int, str], a: str):
         """Substitution of statement sc's variables: coordinates, and position `a` along the scan axis."""
@@ -199,11 +200,7 @@ class KernelText:
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_acc", 1),))
-        nrest = 0
-        for k, i in enumerate(positions[MAX_GRID - 1:]):
-            self.open(f"for _f{k} in 0..{self.extent(i)}")
-            env[i] = f"_f{k}"
-            nrest += 1
+        nrest = self.walk_rest(positions, env, MAX_GRID - 1)   # one grid dimension holds the lanes
         env[c] = f"{T} * _gc + _t"
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
