@@ -28,7 +28,7 @@ from gir.codegen.mlu.fuse import fuse_stmts
 from gir.codegen.mlu.instr import assign, call
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
 from gir.walk import map_expr
-from gir.codegen.mlu.vecops import COL, CONST, FULL, ROW, SCALAR, Opd, VecEmitter
+from gir.codegen.mlu.vecops import COL, CONST, FULL, IDENT, ROW, SCALAR, Opd, VecEmitter
 from gir.passes.schedule_mlu import layout as L
 
 DIR = {("gdram", "nram"): "GDRAM2NRAM", ("nram", "gdram"): "NRAM2GDRAM", ("gdram", "sram"): "GDRAM2SRAM",
@@ -341,7 +341,7 @@ class _KernelEmitter:
             # vector op would start at the buffer's first element: a long scan's offsets): scalar code
             return self.scalar_compute(s)
         out: list = []
-        vec = VecEmitter(out, self._scratch_full, self._mask_full)
+        vec = VecEmitter(out, self._scratch_full, self._mask_full, self._tail_consts)
         vec.emit(self.opd(s.target), s.value, self.opd)
         for x in out:
             self.emit(x)
@@ -370,23 +370,24 @@ class _KernelEmitter:
             if not isinstance(e.index[1], ir.Slice) or c_index(e.index[1].start) != "0":
                 raise GirError("a row of an @nram tile is a vector operand only from column 0", e.loc)
             off = f"{c_index(e.index[0])} * {b.pitch}"
-            return Opd(COL, f"({ptr} + {off})", b.pitch, cols=lens[1], dtype=dt)
+            return Opd(COL, f"({ptr} + {off})", b.pitch, cols=lens[1], dtype=dt, whole=lens[1] == b.shape[1])
         if L.is_rowvec(b.shape):
             start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
             if start != "0":   # a region at an offset (hoisted row vectors): element copies only (vecops)
                 base = start if base == "0" else f"{base} + {start}"
             return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base, shifted=start != "0")
         if len(b.shape) == 1:
-            return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt)
+            return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt, whole=lens[0] == b.shape[0])
         start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
         if start != "0":   # rows r0..r0 + R of a tile (a slab's sub-tile): a vector over those rows (whole
             off = f"{start} * {b.pitch}"   # 64-element groups, 32 for 4-byte types: the tile must extend that far)
             unit = 32 if L.device_nbytes(b.dtype) == 4 else L.PITCH
             return Opd(FULL, f"({ptr} + {off})", L.round_up(lens[0] * b.pitch, unit), rows=lens[0],
                        pitch=b.pitch, cols=lens[1],
-                       prow=lens[0], dtype=dt, name=e.name, base=off if base == "0" else f"{base} + {off}")
+                       prow=lens[0], dtype=dt, name=e.name, base=off if base == "0" else f"{base} + {off}",
+                       whole=lens[1] == b.shape[1])
         return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=b.pitch, cols=lens[1],
-                   prow=L.phys_rows(b.shape), dtype=dt, name=e.name, base=base)
+                   prow=L.phys_rows(b.shape), dtype=dt, name=e.name, base=base, whole=lens[1] == b.shape[1])
 
     def _scratch_full(self, like: Opd, k: int = 0) -> Opd:
         name = f"scratch{k}_{like.length}"
@@ -405,6 +406,19 @@ class _KernelEmitter:
                 call("bang_write_value", name, like.length, "0.0f"),
                 call("bang_cycle_add", name, name, f"{name}_row", like.length, like.pitch)]
         return name
+
+    def _tail_consts(self, op: str, n: int, real: int) -> tuple[str, str]:
+        """Two kernel-wide constant vectors of n floats: 1 for the first `real` elements and 0 after, and the
+        identity of the reduction `op` (vecops `_fill_tail`)."""
+        mask, fill = f"tailmask_{n}_{real}", f"tailfill_{op}_{n}"
+        if (mask, n) not in self.scratch:
+            self.scratch.append((mask, n))
+            self.prologue.append(C.For("j_", C.Num(0), C.Num(n), (assign(f"{mask}[j_]", f"j_ < {real} ? 1.0f : 0.0f"),),
+                                       inline=True))
+        if (fill, n) not in self.scratch:
+            self.scratch.append((fill, n))
+            self.prologue.append(call("bang_write_value", fill, n, IDENT[op]))
+        return mask, fill
 
     def scalar_compute(self, s: ir.Assign) -> None:
         def elem(r: ir.Ref) -> str:

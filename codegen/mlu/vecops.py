@@ -19,7 +19,7 @@ BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": 
        "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares store 1 / 0
 MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      # s OP a  ==  a MIRROR[OP] s
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
-_IDENT = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}   # of the masked reductions
+IDENT = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}   # of the masked reductions
 _CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ir.UNARY_FUNCS   # each is the vector op __bang_active_<fn> (targets/mlu/vector.py)
@@ -44,16 +44,19 @@ class Opd:
     name: str = ""       # buffer name and element offset of the current slot (for element reads `name[base + r]`)
     base: str = "0"
     shifted: bool = False   # an [R, 1] region at a non-zero start (base includes it): element copies only
+    whole: bool = False     # the region covers every column of its buffer (its pads are free to overwrite)
 
     def at(self, i: str) -> str:
         return f"{self.name}[{i}]" if self.base == "0" else f"{self.name}[{self.base} + {i}]"
 
 
 class VecEmitter:
-    def __init__(self, out: list, scratch_full, mask_full=None):
+    def __init__(self, out: list, scratch_full, mask_full=None, tail_consts=None):
         self.out = out
         self.mask_full = mask_full         # (Opd) -> C pointer of a 1/0 column-mask tile of that shape
         self.scratch_full = scratch_full   # (Opd like) -> C pointer of a scratch tile of the same size
+        self.tail_consts = tail_consts     # (op, n, real) -> C pointers of a 1/0 mask of n (real ones first)
+        #                                    and of n identities of op
 
     def emit(self, dst: Opd, value, operand) -> None:
         """`operand(ir_expr) -> Opd` resolves a leaf (Ref / Const)."""
@@ -270,10 +273,14 @@ class VecEmitter:
             self.out.append(call(f"bang_reduce_{e.op}_cols", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
-            if a.cols < a.length:   # the padding past the region holds what earlier ops left: the identity there
+            start = L.tail_start(1, a.length, a.cols, a.length, a.dtype, a.whole) if a.cols < a.length else None
+            # the padding past the region holds what earlier ops left: the identity there, in place or through a
+            if start is not None:   # masked copy
+                self._fill_tail(e.op, a, 1, a.length, start)
+            elif a.cols < a.length:
                 row = Opd(COL, a.ptr, a.length, pitch=a.length, cols=a.cols, dtype=a.dtype)
                 tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
-                self.out.append(call("bang_write_value", fill.ptr, a.length, _IDENT[e.op]))
+                self.out.append(call("bang_write_value", fill.ptr, a.length, IDENT[e.op]))
                 self.out.append(call("bang_select", tmp.ptr, self.mask_full(row), a.ptr, fill.ptr, a.length))
                 a = tmp
             self.out.append(call(f"bang_reduce_{e.op}", dst.ptr, a.ptr, a.length))
@@ -288,13 +295,26 @@ class VecEmitter:
             return self.copy(dst, a)
         if a.kind != FULL or dst.kind != ROW or e.axes != (1,) or e.op not in ("sum", "max", "min"):
             raise GirError("the MLU vector emitter reduces full tiles over axis 1 into a row vector", e.loc)
-        if a.cols == a.pitch:
+        start = L.tail_start(a.rows, a.pitch, a.cols, a.length, a.dtype, a.whole)
+        if start is not None:
+            self._fill_tail(e.op, a, a.rows, a.pitch, start)
+        if a.cols == a.pitch or start is not None:
             self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         tmp, fill = self.scratch_full(a, 0), self.scratch_full(a, 1)
-        self.out.append(call("bang_write_value", fill.ptr, a.length, _IDENT[e.op]))
+        self.out.append(call("bang_write_value", fill.ptr, a.length, IDENT[e.op]))
         self.out.append(call("bang_select", tmp.ptr, self.mask_full(a), a.ptr, fill.ptr, a.length))
         self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, tmp.ptr, a.rows, a.pitch))
+
+
+    def _fill_tail(self, op: str, a: Opd, rows: int, span: int, start: int) -> None:
+        """The identity of `op` into the pads of each of `rows` rows of `span` elements, in place: a select over
+        the 128-byte units from `start` (the first holding a pad) to the row's end."""
+        n = span - start
+        mask, fill = self.tail_consts(op, n, a.cols - start)
+        at = f"{a.ptr} + {start}" if rows == 1 else f"{a.ptr} + r_ * {span} + {start}"
+        sel = call("bang_select", at, mask, at, fill, n)
+        self.out.append(sel if rows == 1 else per_row(rows, sel))
 
 
 def _cycle_length(dst: Opd) -> int:

@@ -14,8 +14,9 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
 * a compute statement costs what codegen/mlu/vecops.py emits for it: one vector op per operation of its
   expression (`vector_op_cycles` plus 128-byte units x the class's cycles: simple, div, special, reduce,
   convert -- the classes of workcount.py) over the emitter's length (a whole padded tile from row 0, rows at an
-  offset rounded to whole units), one op per row where a full tile meets an [R, 1] operand, a fill and a select
-  before a reduction over padded columns; scalar code (single elements, an [R, 1] vector summed into one
+  offset rounded to whole units), one op per row where a full tile meets an [R, 1] operand, before a reduction
+  over padded columns a select per row of the units holding the pads or a fill and a select of the tile
+  (layout.tail_start); scalar code (single elements, an [R, 1] vector summed into one
   element) costs `scalar_cycles` per statement and `scalar_access_cycles` per element access on the control
   thread, and every instruction one statement to issue;
 * `sync @cluster` and all-core syncs cost their barrier cycles;
@@ -321,11 +322,12 @@ class _Walker:
         if len(shape) == 3 or (len(shape) == 2 and len(index) == 3):   # a slotted tile: the slot index goes
             shape, index = shape[1:], index[1:]
         ext = _extents(ir.Ref(r.name, index), ir.TensorType(t.dtype, shape), {**self.env})
+        dt = t.dtype.value
         if len(shape) == 2 and shape[1] == 1:
             return _Vec("row", L.phys_elems(shape), ext[0], 1, 1)
         if len(shape) == 1:
             return _Vec("col" if shape[0] > 1 else "scalar", L.phys_elems(shape) if shape[0] > 1 else 1, 1,
-                        shape[0], ext[0] if ext else 1)
+                        shape[0], ext[0] if ext else 1, bool(ext) and ext[0] == shape[0], dt)
         if len(shape) != 2:
             return _Vec("scalar", 1, 1, 1, 1)
         pitch = shape[1] if self.dense else L.pitch(shape)
@@ -335,7 +337,8 @@ class _Walker:
             n = L.round_up(shape[0] * shape[1], L.PITCH) if self.dense else L.phys_elems(shape)
         else:
             n = L.round_up(ext[0] * pitch, 32 if L.device_nbytes(t.dtype) == 4 else L.PITCH)
-        return _Vec("full", n, ext[0], pitch, ext[1] if len(ext) > 1 else 1)
+        cols = ext[1] if len(ext) > 1 else 1
+        return _Vec("full", n, ext[0], pitch, cols, cols == shape[1], dt)
 
     def stmt_XReduce(self, s: ir.XReduce, env, c) -> None:
         c.scalar += self.m.sync_cluster_cycles
@@ -349,13 +352,15 @@ class _Vec:
     rows: int      # rows of the region
     pitch: int     # elements per row of the buffer
     cols: int      # columns of the region
+    whole: bool = False   # the region covers every column of its buffer (vecops `_fill_tail`)
+    dtype: str = "f32"
 
 
 def _ops(e, dst: _Vec, walker: "_Walker", env: dict, out: list) -> None:
     """(cost class, elements, instructions) of the vector work of a compute expression written to `dst`, as
     codegen/mlu/vecops.py emits it: one instruction per operation over dst's length; one per row where a full
-    tile meets an [R, 1] operand; a reduction over its operand's length, with a fill and a select first where
-    the reduced columns do not fill the rows (padded pitch) or the vector."""
+    tile meets an [R, 1] operand; a reduction over its operand's length, where the reduced columns do not fill
+    the rows (padded pitch) or the vector with the pads given its identity first (layout.tail_start)."""
     if isinstance(e, (ir.Ref, ir.Const, ir.Var)):
         return
     if isinstance(e, ir.Reduce):
@@ -366,7 +371,11 @@ def _ops(e, dst: _Vec, walker: "_Walker", env: dict, out: list) -> None:
             return
         masked = (src.kind == "full" and e.axes == (1,) and src.cols != src.pitch) or \
             (src.kind == "col" and src.cols < src.length)
-        if masked:
+        rows, span = (src.rows, src.pitch) if src.kind == "full" else (1, src.length)
+        start = L.tail_start(rows, span, src.cols, src.length, src.dtype, src.whole) if masked else None
+        if start is not None:   # a select per row over the units holding the pads
+            out.append(("simple", rows * (span - start), rows))
+        elif masked:   # a fill and a select of the whole tile
             out += [("simple", src.length, 1), ("simple", src.length, 1)]
         out.append(("reduce", src.length, 1))
         map_children(e, lambda x: _ops(x, src, walker, env, out) or x)

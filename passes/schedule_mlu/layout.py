@@ -2,8 +2,10 @@
 
 A 2-D tile `[R, C]` is stored row-major with a pitch of `C` rounded up to 64 elements, so every row spans whole
 128-byte vector units for 16- and 32-bit types. When `C` is not a multiple of 64, the rows are padded to a multiple
-of 64 elements and row reductions first select the real columns with a kernel-wide column mask tile (pads get the
-reduction's identity). A `[R, 1]` tile is a per-row vector of `R` values. 1-D tiles are padded to 64 elements.
+of 64 elements and row reductions give the pad columns the reduction's identity first: in place, one select per row
+over the 128-byte units that hold the pads (`tail_start`), or, where that costs more (many short rows), a select of
+the whole tile through a kernel-wide column mask into a scratch tile. A `[R, 1]` tile is a per-row vector of `R`
+values. 1-D tiles are padded to 64 elements.
 """
 from __future__ import annotations
 
@@ -22,6 +24,24 @@ def device_nbytes(dt: ir.DType | str) -> int:
 
 def round_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a
+
+
+def tail_start(rows: int, span: int, cols: int, length: int, dtype: str, whole: bool) -> int | None:
+    """Where a reduction over `rows` rows of `span` elements, of which the first `cols` are real, gives the pads
+    its identity in place: the first element of the 128-byte unit holding the first pad (one select per row from
+    there to the row's end, through two small constant vectors); None where the emitter selects the whole tile of
+    `length` elements instead (a fill and a select into scratch tiles): when that is cheaper at the machine's
+    per-instruction cost, or when the pads are not free to overwrite (`whole`: the region covers every column of
+    its buffer, so the columns past it are padding no one reads) or the tile is not f32."""
+    if cols >= span or not whole or str(dtype) != "f32":
+        return None
+    from gir.passes.machines import MLU370
+    unit = VECTOR_ALIGN // 4
+    start = cols // unit * unit
+    per_op, per_unit = MLU370.vector_op_cycles, MLU370.op_class_cycles("simple")
+    in_place = rows * (per_op + (span - start) // unit * per_unit)
+    whole_tile = 2 * (per_op + round_up(length, unit) // unit * per_unit)
+    return start if in_place < whole_tile else None
 
 
 def is_rowvec(shape: tuple[int, ...]) -> bool:

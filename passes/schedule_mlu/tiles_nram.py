@@ -144,6 +144,12 @@ class _Count:
                 src = src[:3] + (src[1],) + src[4:]   # (its mask: one row of the tile's length)
             if (masked_col or src[0] == "full" and dst[0] == "row" and v.axes == (1,) and src[2] != src[3]) and \
                     v.op in ("sum", "max", "min"):
+                start = self.tail_start(v.arg, src, masked_col)
+                if start is not None:   # in place, through two constant vectors
+                    n = src[3] - start
+                    self.scratch[f"tailmask_{n}_{src[2] - start}"] = n
+                    self.scratch[f"tailfill_{v.op}_{n}"] = n
+                    return
                 self.need(0, src[1])
                 self.need(1, src[1])
                 mask = f"colmask_{src[1]}_{src[2]}_{src[3]}"
@@ -168,6 +174,14 @@ class _Count:
             self.binary(dst, "minimum", tmp, hi)
         elif isinstance(v, ir.Call) and v.fn == "reverse" and reverse_axis(v) == 0:
             self.need(0, self.opd(v.args[0])[1])   # the rows' order: a mirror through a scratch tile
+
+    def tail_start(self, r: ir.Ref, src: tuple, masked_col: bool) -> int | None:
+        """vecops `_fill_tail`'s choice (layout.tail_start) for the reduced region `r`, `src` as `opd`."""
+        sh, index = self.shape(r.name), self.index(r)
+        lens = [slice_len(i) if isinstance(i, ir.Slice) else 1 for i in index]
+        whole = lens[-1] == sh[-1] and (len(sh) == 1 or not L.is_rowvec(sh))
+        rows = 1 if masked_col else lens[0]
+        return L.tail_start(rows, src[3], src[2], src[1], self.allocs[r.name].type.dtype.value, whole)
 
     def _scalar_code(self, a: ir.Assign, refs: list) -> bool:
         """The emitter's scalar path (emit.py `_compute`): single elements of non-vector tiles, or of @nram

@@ -33,9 +33,9 @@ def _check(name, dt, m, n, nram, seed=0):
     return res
 
 
-@pytest.mark.parametrize("name,dt,m,n,nram", [
-    ("softmax", "f32", 1, 1025, 30000), ("softmax", "f32", 7, 1000, 30000), ("softmax", "f16", 4, 1025, 30000),
-    ("log_softmax", "f32", 33, 1025, 30000), ("log_softmax", "bf16", 5, 700, 28000),
+@pytest.mark.parametrize("name,dt,m,n,nram", [   # (budgets just below what one row's single-pass kernel needs)
+    ("softmax", "f32", 1, 1025, 30000), ("softmax", "f32", 7, 1000, 28000), ("softmax", "f16", 4, 1025, 28000),
+    ("log_softmax", "f32", 33, 1025, 30000), ("log_softmax", "bf16", 5, 700, 26000),
     ("layernorm", "f32", 7, 1025, 30000), ("layernorm", "bf16", 3, 1000, 30000),
     ("rmsnorm", "f32", 1, 1025, 30000), ("rmsnorm", "f16", 6, 1025, 30000), ("row_sum", "f32", 5, 1025, 24000),
 ])

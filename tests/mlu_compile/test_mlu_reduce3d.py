@@ -16,7 +16,7 @@ from gir.printer import print_module
 from gir.shapes import func_info
 from gir.passes.analysis.checks import check_module
 from gir.passes.schedule_mlu import schedule_mlu
-from gir.passes.schedule_mlu.indexops import _split, rewrite_index_values
+from gir.passes.schedule_mlu.indexops import _split, pick_rows, rewrite_index_values
 from gir.passes.schedule_mlu.placement import solve_placement
 from gir.passes.schedule_mlu.rowmodel import analyze_rows
 from gir.passes.schedule_mlu.schedule import specialize
@@ -131,14 +131,14 @@ def test_row_vectors_move_once_per_unit():
 
 
 def test_tile_height_is_the_placements_not_a_divisor_of_b():
-    # 4096 rows of 4095 floats: NRAM holds 7-row tiles; the largest divisor of 4096 not above 7 is 4 (1.75x the
-    # per-tile DMA latencies: 1.153x the roofline before)
+    # 4096 rows of 4095 floats: the tile height is the placement's (the viewed slabs' `slab_rows`), not the
+    # largest divisor of 4096 not above it (1.75x the per-tile DMA latencies at 7-row tiles: 1.153x the roofline)
     f = _func("sum_last", "f32")
     sizes = {"A": 128, "B": 4096, "C": 4095}
     e = schedule_mlu(f, sizes)
     spec = specialize(f, sizes)
-    vfunc, _ = rewrite_index_values(spec, func_info(spec))
-    rows = solve_placement(analyze_rows(vfunc, {})).rows
+    vfunc, ix = rewrite_index_values(spec, func_info(spec))
+    rows = pick_rows(solve_placement(analyze_rows(vfunc, {})).rows, ix, 128 * 4096)
     assert 4096 % rows != 0
     (x_t,) = [s for s in _stmts(e.body) if isinstance(s, ir.Alloc) and s.name == "x_t"]
     assert x_t.type.shape[0] == rows
