@@ -110,6 +110,7 @@ class _KernelEmitter:
         self.bufs: dict[str, _Buf] = dict(gbufs)
         self.out: list = []   # the statements (codegen/ast.py) of the block being built
         self.scratch: list[tuple[str, int]] = []
+        self.scratch16: list[tuple[str, int, str]] = []   # 16-bit scratch vectors (name, elements, type)
         self.erf_slots = 0
         self.cur: dict[str, str] = {}   # slotted tile name -> C slot expression (of the compute being emitted)
         self.tasks = 1
@@ -122,13 +123,16 @@ class _KernelEmitter:
         arrays = [C.Decl(b.dtype.value, b.name, size=b.phys * b.slots, space=b.level)
                   for b in self.bufs.values() if b.level in ("nram", "sram")]
         arrays += [C.Decl("f32", name, size=n, space="nram") for name, n in self.scratch]
+        arrays += [C.Decl(dt, name, size=n, space="nram") for name, n, dt in self.scratch16]
         nram = sum(L.round_up(b.phys * b.slots * L.device_nbytes(b.dtype), L.VECTOR_ALIGN) for b in self.bufs.values()
-                   if b.level == "nram") + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in self.scratch)
+                   if b.level == "nram") + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for _, n in self.scratch) + \
+            sum(L.round_up(n * 2, L.VECTOR_ALIGN) for _, n, _ in self.scratch16)
         params = tuple(C.Param(b.name, b.dtype.value, "tensor") for b in self.gbufs.values())
         body, fused = tuple(self.prologue) + body, 0
         if self.fuse:   # multiply-add pairs of the vector instructions as one __bang_fusion (fuse.py)
             types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
             types.update((n, "float") for n, _ in self.scratch)
+            types.update((n, CTYPE[dt]) for n, _, dt in self.scratch16)
             body, fused = fuse_stmts(body, types, MluPrinter())
         kernel = C.KernelFunc(self.k.name, params, body, shared=tuple(arrays))
         text = MluPrinter().kernel(kernel)
@@ -341,7 +345,7 @@ class _KernelEmitter:
             # vector op would start at the buffer's first element: a long scan's offsets): scalar code
             return self.scalar_compute(s)
         out: list = []
-        vec = VecEmitter(out, self._scratch_full, self._mask_full, self._tail_consts)
+        vec = VecEmitter(out, self._scratch_full, self._mask_full, self._tail_consts, self._scratch16)
         vec.emit(self.opd(s.target), s.value, self.opd)
         for x in out:
             self.emit(x)
@@ -405,6 +409,13 @@ class _KernelEmitter:
                       inline=True),
                 call("bang_write_value", name, like.length, "0.0f"),
                 call("bang_cycle_add", name, name, f"{name}_row", like.length, like.pitch)]
+        return name
+
+    def _scratch16(self, dtype: str, n: int) -> str:
+        """A 16-bit scratch vector of n elements (vecops `round16`), one per type and length."""
+        name = f"round_{dtype}_{n}"
+        if (name, n, dtype) not in self.scratch16:
+            self.scratch16.append((name, n, dtype))
         return name
 
     def _tail_consts(self, op: str, n: int, real: int) -> tuple[str, str]:

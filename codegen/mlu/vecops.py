@@ -51,12 +51,13 @@ class Opd:
 
 
 class VecEmitter:
-    def __init__(self, out: list, scratch_full, mask_full=None, tail_consts=None):
+    def __init__(self, out: list, scratch_full, mask_full=None, tail_consts=None, scratch16=None):
         self.out = out
         self.mask_full = mask_full         # (Opd) -> C pointer of a 1/0 column-mask tile of that shape
         self.scratch_full = scratch_full   # (Opd like) -> C pointer of a scratch tile of the same size
         self.tail_consts = tail_consts     # (op, n, real) -> C pointers of a 1/0 mask of n (real ones first)
         #                                    and of n identities of op
+        self.scratch16 = scratch16         # (dtype, n) -> C pointer of a 16-bit scratch vector of n elements
 
     def emit(self, dst: Opd, value, operand) -> None:
         """`operand(ir_expr) -> Opd` resolves a leaf (Ref / Const)."""
@@ -103,6 +104,9 @@ class VecEmitter:
                 return self.reverse(dst, operand(value.args[0]), value)
             if value.fn in ("f32", "f16", "bf16", "bool", "i32"):
                 a = operand(value.args[0])
+                if value.fn in ("f16", "bf16") and dst.dtype == a.dtype == "f32" and a.kind == dst.kind and \
+                        a.kind in (FULL, ROW, COL):
+                    return self.round16(dst, a, value.fn)
                 name = CONVERT.get((dst.dtype, a.dtype))
                 if name is None:
                     raise GirError(f"no MLU conversion from {a.dtype} to {dst.dtype}", value.loc)
@@ -306,6 +310,14 @@ class VecEmitter:
         self.out.append(call("bang_select", tmp.ptr, self.mask_full(a), a.ptr, fill.ptr, a.length))
         self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, tmp.ptr, a.rows, a.pitch))
 
+
+    def round16(self, dst: Opd, a: Opd, dtype: str) -> None:
+        """`dst = f16(a)` on f32 tiles: a's values rounded to the 16-bit type and widened again (what a later
+        statement reads of a 16-bit result), through a 16-bit scratch vector of the tile's length."""
+        n = L.round_up(min(dst.length, a.length), L.VECTOR_ALIGN // 2)
+        h = self.scratch16(dtype, n)
+        self.out.append(call(CONVERT[(dtype, "f32")], h, a.ptr, n))
+        self.out.append(call(CONVERT[("f32", dtype)], dst.ptr, h, n))
 
     def _fill_tail(self, op: str, a: Opd, rows: int, span: int, start: int) -> None:
         """The identity of `op` into the pads of each of `rows` rows of `span` elements, in place: a select over

@@ -5,12 +5,11 @@ evaluator's meaning). The middle and the MLU schedules may hand the value to its
 through memory (a fused group, a recomputed element-wise producer), where it is held in f32: without the
 rounding, a reader computes with a more precise value than the program says (`t1 = 0.5 * x + t0` gave a t1 one
 f16 ulp off in places, and `(x - t1) * 1000` 4e-4 off in f32). `round_read_results` writes the rounding into the
-value, `t0[i] = f16(...)`, so every path that recomputes or forwards it rounds. Only element-wise results some
-later statement reads are touched (a stored-only result is rounded by its store), not scans (a scan is the whole
-right-hand side of its statement, a kernel of its own that rounds once per result) nor values already cast to the
-type. Not reductions either: `t[i] = f16(sum(...))` (or reading `f16(t[i])`) moves the MLU's row schedules to
-the tile recipe with one work unit (6.7x the roofline instead of 1.2x; a scalar kernel for long rows), so a
-16-bit reduction result read again on chip is still read unrounded (a known gap, docs/mlu.md).
+value, `t0[i] = f16(...)` (`t[i] = f16(sum(...))` for a reduction), so every path that recomputes or forwards it
+rounds (the MLU row model rounds an f32 tile through a 16-bit vector, codegen/mlu/vecops.py `round16`). Only
+results some later statement reads are touched (a stored-only result is rounded by its store), not scans (a scan
+is the whole right-hand side of its statement, a kernel of its own that rounds once per result) nor values
+already cast to the type.
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ import dataclasses
 
 from gir import ir
 from gir.scan import scan_of
-from gir.passes.builtin.exprs import has_reduce, refs
+from gir.passes.builtin.exprs import refs
 
 NARROW = (ir.DType.f16, ir.DType.bf16)
 
@@ -33,8 +32,7 @@ def round_read_results(func: ir.Func) -> ir.Func:
         if not isinstance(s, ir.Assign):
             continue
         name = s.target.name
-        if name in narrow and name in read and scan_of(s.value) is None and not has_reduce(s.value) and \
-                not _is_cast(s.value, narrow[name]):
+        if name in narrow and name in read and scan_of(s.value) is None and not _is_cast(s.value, narrow[name]):
             body[k] = dataclasses.replace(s, value=_cast(s.value, narrow[name]))
     return dataclasses.replace(func, body=tuple(body)) if body != list(func.body) else func
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from gir import ir
 from gir.shapes import func_info
 
@@ -160,6 +162,11 @@ class _Builder:
                 return self.expr(e.args[0], row, col)   # i32/bool of a bool or int value: the same float value
             if e.fn in UNARY:
                 return self.apply(e.fn, [self.expr(e.args[0], row, col)])
+            if e.fn in ("f16", "bf16"):   # rounded to the 16-bit type, computed on in f32 (vecops `round16`)
+                a = self.expr(e.args[0], row, col)
+                if a.kind == CONST:
+                    return Val(CONST, const=float(np.asarray(a.const).astype(ir.DType(e.fn).numpy)))
+                return self.apply(e.fn, [a])
             if e.fn == "clamp" and len(e.args) == 3:   # min(max(x, lo), hi): two vector ops (NaN propagates)
                 x, lo, hi = (self.expr(a, row, col) for a in e.args)
                 return self.apply("min", [self.apply("max", [x, lo]), hi])

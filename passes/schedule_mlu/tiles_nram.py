@@ -3,8 +3,8 @@ core that the BANG-C emitter (codegen/mlu/emit.py) declares for them, computed f
 codegen/): every @nram tile times its pipeline slots (the software-pipeline pass's, passes/schedule_mlu/swpipe.py,
 run here when the kernel is not pipelined yet), 128-byte aligned, plus the float scratch tiles the vector forms of
 its computes use (codegen/mlu/vecops.py: a broadcast operand materialised next to its destination, the masked row
-reduction of padded rows, the row-order mirror, `c ** t` into t, a clamp into its own bound) and the 32-element
-scratch of a vector-only function in scalar code. Placement (placement.py) and the tile recipe size their tiles
+reduction of padded rows, the row-order mirror, `c ** t` into t, a clamp into its own bound, the 16-bit vector an
+f32 tile is rounded through) and the 32-element scratch of a vector-only function in scalar code. Placement (placement.py) and the tile recipe size their tiles
 with it; tests/mlu_compile/test_mlu_nram_count.py checks it equals what the emitter declares.
 """
 from __future__ import annotations
@@ -41,6 +41,7 @@ class _Count:
         self.assigns: list[ir.Assign] = []
         self._walk(k.body)
         self.scratch: dict[str, int] = {}
+        self.scratch16: dict[str, int] = {}   # 16-bit scratch vectors (vecops `round16`)
 
     def _walk(self, stmts) -> None:
         for x in stmts:
@@ -172,8 +173,16 @@ class _Count:
                 tmp = dst[:4] + ("scratch",)
             self.binary(tmp, "maximum", x, lo)
             self.binary(dst, "minimum", tmp, hi)
+        elif isinstance(v, ir.Call) and v.fn in ("f16", "bf16") and len(v.args) == 1:
+            a = self.opd(v.args[0])
+            if a[0] == dst[0] and a[0] in VEC and self._f32(a[4]) and self._f32(dst[4]):   # vecops `round16`
+                n = L.round_up(min(a[1], dst[1]), L.VECTOR_ALIGN // 2)
+                self.scratch16[f"round_{v.fn}_{n}"] = n
         elif isinstance(v, ir.Call) and v.fn == "reverse" and reverse_axis(v) == 0:
             self.need(0, self.opd(v.args[0])[1])   # the rows' order: a mirror through a scratch tile
+
+    def _f32(self, name) -> bool:
+        return name in self.allocs and self.allocs[name].type.dtype == ir.DType.f32
 
     def tail_start(self, r: ir.Ref, src: tuple, masked_col: bool) -> int | None:
         """vecops `_fill_tail`'s choice (layout.tail_start) for the reduced region `r`, `src` as `opd`."""
@@ -197,7 +206,8 @@ class _Count:
             self.assign(a)
         tiles = sum(L.round_up(self.phys(n) * a.slots * L.device_nbytes(a.type.dtype), L.VECTOR_ALIGN)
                     for n, a in self.allocs.items())
-        return tiles + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for n in self.scratch.values())
+        return tiles + sum(L.round_up(n * 4, L.VECTOR_ALIGN) for n in self.scratch.values()) + \
+            sum(L.round_up(n * 2, L.VECTOR_ALIGN) for n in self.scratch16.values())
 
 
 def _region_size(index) -> int:

@@ -40,15 +40,31 @@ def test_only_results_read_later_are_rewritten():
     assert values[0].fn == "f16" and values[1].fn == "f16" and values[2] == f.body[2].value
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: a 16-bit reduction result read again on chip is read unrounded "
-                                       "(rounding it moved the MLU to slower schedules; passes/builtin/narrow.py)")
+# a 16-bit reduction result read again: row, column, middle-axis and scalar statistics
+REDUCED = {
+    "row": "func f(x: f32[M, N]) -> (t: {t}[M], y: f32[M, N]) {{\n  t[i] = sum(x[i, j])\n"
+           "  y[i, j] = x[i, j] - t[i]\n}}\n",
+    "column": "func f(x: f32[M, N]) -> (t: {t}[N], y: f32[M, N]) {{\n  t[j] = sum(x[i, j])\n"
+              "  y[i, j] = x[i, j] * 0.5 - t[j]\n}}\n",
+    "middle": "func f(x: f32[A, M, N]) -> (t: {t}[A, N], y: f32[A, M, N]) {{\n  t[a, j] = max(x[a, i, j]) * 7.3\n"
+              "  y[a, i, j] = x[a, i, j] - t[a, j]\n}}\n",
+    "scalar": "func f(x: f32[M, N]) -> (t: {t}[], y: f32[M, N]) {{\n  t[] = mean(x[i, j]) * 1000.0\n"
+              "  y[i, j] = x[i, j] - t[]\n}}\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REDUCED))
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("target", ["sim", "mlu-sim"])
-def test_forwarded_narrow_reduction_result_is_rounded(target):
-    f = parse_text("func f(x: f32[M, N]) -> (t: f16[M], y: f32[M, N]) {\n  t[i] = sum(x[i, j])\n"
-                   "  y[i, j] = x[i, j] - t[i]\n}\n").funcs[0]
-    sizes = {"M": 64, "N": 257}
+def test_forwarded_narrow_reduction_result_is_rounded(kind, dtype, target):
+    f = parse_text(REDUCED[kind].format(t=dtype)).funcs[0]
+    sizes = {"A": 3, "M": 64, "N": 257}
     inputs = random_inputs(f, sizes, np.random.default_rng(1))
-    want = evaluate(f, inputs, compute_dtype=np.float64)
+    want = evaluate(f, inputs, sizes, compute_dtype=np.float64)
     got = (run_sim(lower_func(f, "sim", {"sizes": sizes}), inputs, sizes) if target == "sim"
            else run_mlu(f, inputs, sizes)).outputs
-    assert np.array_equal(np.asarray(got["y"], np.float64), np.asarray(want["y"], np.float64))
+    w = np.asarray(want["y"], np.float64)
+    err = np.linalg.norm(np.asarray(got["y"], np.float64) - w) / np.linalg.norm(w)
+    assert err < 2e-6, err   # y read from an unrounded t is off by the 16-bit rounding (1e-4 .. 4e-3)
+    w = np.asarray(want["t"], np.float64)   # (a sum near 0 may round to a neighbouring value: f32 vs f64 sums)
+    assert np.linalg.norm(np.asarray(got["t"], np.float64) - w) <= {"f16": 1e-3, "bf16": 8e-3}[dtype] * np.linalg.norm(w)
