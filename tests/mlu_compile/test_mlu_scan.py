@@ -223,3 +223,18 @@ def test_a_statement_whose_rows_fit_no_tile_falls_back_with_a_remark():
     out = schedule_mlu(parse_text(src, filename="q.gir").funcs[0], {"D0": 1, "D1": 1, "D2": 131072}, remarks=remarks)
     assert len(out.kernels) >= 3
     assert any("'q'" in r.message and r.loc is not None and r.loc.line == 4 for r in remarks)
+
+
+def test_tile_estimate_settles_where_the_whole_scan_axis_fits_but_pipelined_tiles_do_not():
+    """343 scan rows of 31 f16 lanes with exp on chip: one tile of the whole axis (no loop, one slot) needed
+    702,720 bytes, tiles just below it (pipelined, a tail) 1,014,016; the per-element estimate crept up one byte per
+    refinement and stopped after eight at the larger one ("needs 1014016 bytes of NRAM for one tile", random scan
+    program seed 7067) instead of settling at a smaller tile."""
+    src = ("func f(x: f16[A, B]) -> (y: f32[A, B]) {\n"
+           "  y[a, b] = cumprod(1.0 + 0.0005 * (exp(0.1 * x[a, b])), a, exclusive=1)\n}\n")
+    f = parse_text(src).funcs[0]
+    x = np.random.default_rng(6).standard_normal((343, 31)).astype(np.float16)
+    got = run_func(f, {"x": x}, {"A": 343, "B": 31}).outputs["y"]
+    e = 1.0 + 0.0005 * np.exp(0.1 * x.astype(np.float64))
+    want = _reference("cumprod", e, 0, 1, 0, "f32")
+    assert compare(got, want, ir.DType.f32).passed
