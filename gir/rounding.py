@@ -149,8 +149,10 @@ class _Bound(_Evaluator):
         def run(op, a):
             return evaluate_scan(op, np.ascontiguousarray(a, np.float64), ax, p.exclusive, p.reverse)
         with np.errstate(all="ignore"):
-            if p.op in ("cummax", "cummin"):
-                return value, np.where(np.isfinite(value), run("cummax", h), 0.0)
+            if p.op in ("cummax", "cummin"):   # (an operand of -inf never is the maximum of finite values, nor
+                # +inf the minimum: its bound, inf when it came from an overflow, does not carry past it)
+                loser = np.isneginf(x) if p.op == "cummax" else np.isposinf(x)
+                return value, np.where(np.isfinite(value), run("cummax", np.where(loser, 0.0, h)), 0.0)
             if p.op == "cumprod":
                 rel = run("cumsum", np.where(h == 0, 0.0, h / np.abs(x)) + 1.0)
                 return value, np.abs(value) * rel

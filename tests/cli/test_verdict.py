@@ -199,3 +199,21 @@ func f(x: f32[N], k: i32[N]) -> (a: f32[N], b: f32[N], c: f32[N], d: f32[N]) {
     np.testing.assert_allclose(b["b"], np.abs(x) * 0.1 * 2)      # 0.1 is not: its own rounding, and the product's
     assert not b["c"].any()                                      # an exact value rounds the same on both sides
     np.testing.assert_allclose(b["d"], [2, 3, 4, 5])
+
+
+def test_rounding_bound_of_a_running_max_ignores_operands_that_never_win():
+    # p's first element overflows to -inf (an infinite bound); the running max of the rest never takes it, so its
+    # bound stays finite and keeps the widening the long product earned (a random scan program, seed 30326, was
+    # judged against the bare f32 tolerance)
+    func = _func("""
+func f(x: f32[N]) -> (p: f32[N], m: f32[N], n: f32[N]) {
+  p[i] = cumprod(x[i], i, reverse=1)
+  m[i] = cummax(p[i], i)
+  n[i] = cummin(0.0 - p[i], i)
+}
+""")
+    x = np.full(300, 1.001, np.float32)
+    x[0] = -np.inf
+    b = rounding_bound(func, {"x": x})
+    assert np.isneginf(np.float32(x[0])) and np.isfinite(b["m"][1:]).all() and np.isfinite(b["n"][1:]).all()
+    assert b["m"][1] > 100 * 1.001 ** 299   # (the product of 299 terms: about one rounding per term)
