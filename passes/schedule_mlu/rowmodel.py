@@ -171,6 +171,8 @@ class _Builder:
                 x, lo, hi = (self.expr(a, row, col) for a in e.args)
                 return self.apply("min", [self.apply("max", [x, lo]), hi])
             if e.fn == "select" and len(e.args) == 3:   # select(cond, a, b): cond is a 1.0 / 0.0 value
+                if _const_is(e.args[1], 1) and _const_is(e.args[2], 0) and _boolean(e.args[0], self.info.types):
+                    return self.expr(e.args[0], row, col)   # select(x > 0, 1, 0) is the compare's own 1.0 / 0.0
                 return self.apply("select", [self.expr(a, row, col) for a in e.args])
             if e.fn in BINOPS and len(e.args) == 2:
                 return self.apply(BINOPS[e.fn], [self.expr(a, row, col) for a in e.args])
@@ -232,6 +234,17 @@ class _Builder:
         dst = self.fresh(kind)
         self.ops.append(Op(dst, fn, tuple(args)))
         return dst
+
+
+def _const_is(e, v: int) -> bool:
+    return isinstance(e, ir.Const) and not isinstance(e.value, bool) and e.value == v
+
+
+def _boolean(e, types: dict) -> bool:
+    """`e` is 1.0 or 0.0 in the row model: a compare, or a bool tensor (loaded as 0/1)."""
+    if isinstance(e, ir.BinOp):
+        return e.op in ("==", "!=", "<", "<=", ">", ">=")
+    return isinstance(e, ir.Ref) and e.name in types and types[e.name].dtype == ir.DType.bool
 
 
 def _rank(kind: str) -> int:
