@@ -158,6 +158,9 @@ class _Builder:
                 raise NotRowModel(f"operator {e.op}")
             return self.apply(BINOPS[e.op], [self.expr(e.lhs, row, col), self.expr(e.rhs, row, col)])
         if isinstance(e, ir.Call):
+            if e.fn == "bool" and self._exact(e.args[0]) and not _boolean(e.args[0], self.info.types):
+                # bool of an integer value: 1.0 where it is non-zero (the value itself only for 0 / 1 values)
+                return self.apply("ne", [self.expr(e.args[0], row, col), Val(CONST, const=0.0)])
             if e.fn in ("f32",) or (e.fn in ("i32", "bool") and self._exact(e.args[0])):
                 return self.expr(e.args[0], row, col)   # i32/bool of a bool or int value: the same float value
             if e.fn in UNARY:

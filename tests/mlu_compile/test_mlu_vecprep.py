@@ -91,3 +91,17 @@ def test_hoisting_respects_nram(nram):
     f = parse_text(LOOP_WRITES_COL).funcs[0]
     (k,) = prepare_kernels(list(f.body), nram)
     assert ("bc0_" in _text(ir.Func(f.name, f.params, f.results, (k,)))) == (nram > 1024)
+
+
+def test_select_of_a_bool_made_from_an_integer_is_one_or_zero():
+    # bool(k) of an i32 is k != 0 in the row model (it was k itself: a later select(b, 1.0, 0.0), read as b's own
+    # 1.0 / 0.0, gave k's values)
+    f = parse_text("func f(x: f32[M, N], k: i32[M, N]) -> (s: f32[M], y: f32[M, N]) {\n"
+                   "  b[i, j] = bool(k[i, j])\n  y[i, j] = select(b[i, j], 1.0, 0.0) + x[i, j]\n"
+                   "  s[i] = sum(y[i, j])\n}\n").funcs[0]
+    rng = np.random.default_rng(3)
+    x = {"x": rng.standard_normal((64, 257)).astype(np.float32),
+         "k": rng.integers(-5, 10, (64, 257)).astype(np.int32)}
+    got, want = run_func(f, x).outputs, evaluate(f, x)
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["s"], want["s"], rtol=1e-5, atol=1e-4)
