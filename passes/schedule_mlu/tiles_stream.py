@@ -151,6 +151,9 @@ def _chain(t: Tiles, out: str) -> tuple[str, float]:
         elif op.fn == "mul" and op.args[1].kind == CONST:
             scale *= op.args[1].const
             name = op.args[0].name
+        elif name == out and op.fn in ("r16", "rbf16") and \
+                t.dtype(out) == (ir.DType.f16 if op.fn == "r16" else ir.DType.bf16):
+            name = op.args[0].name   # rounding to the result's own type: the combine's store rounds it
         else:
             raise NotTile("a result computed from a reduction over split rows")
     return name, scale
