@@ -278,8 +278,9 @@ class VecEmitter:
             return
         if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
             start = L.tail_start(1, a.length, a.cols, a.length, a.dtype, a.whole) if a.cols < a.length else None
-            # the padding past the region holds what earlier ops left: the identity there, in place or through a
-            if start is not None:   # masked copy
+            # the padding past the region holds what earlier ops left: the identity there, in place (below) or
+            # through a masked copy (the elif)
+            if start is not None:
                 self._fill_tail(e.op, a, 1, a.length, start)
             elif a.cols < a.length:
                 row = Opd(COL, a.ptr, a.length, pitch=a.length, cols=a.cols, dtype=a.dtype)

@@ -32,7 +32,9 @@ def tail_start(rows: int, span: int, cols: int, length: int, dtype: str, whole: 
     there to the row's end, through two small constant vectors); None where the emitter selects the whole tile of
     `length` elements instead (a fill and a select into scratch tiles): when that is cheaper at the machine's
     per-instruction cost, or when the pads are not free to overwrite (`whole`: the region covers every column of
-    its buffer, so the columns past it are padding no one reads) or the tile is not f32."""
+    its buffer, so the columns past it are padding no one reads) or the tile is not f32. A 1-D vector is one row
+    (in place always pays there). The costs are MLU370's: the emitter knows no other machine, and the cost model
+    mirrors the emitter's choice."""
     if cols >= span or not whole or str(dtype) != "f32":
         return None
     from gir.passes.machines import MLU370

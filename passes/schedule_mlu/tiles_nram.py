@@ -4,8 +4,9 @@ codegen/): every @nram tile times its pipeline slots (the software-pipeline pass
 run here when the kernel is not pipelined yet), 128-byte aligned, plus the float scratch tiles the vector forms of
 its computes use (codegen/mlu/vecops.py: a broadcast operand materialised next to its destination, the masked row
 reduction of padded rows, the row-order mirror, `c ** t` into t, a clamp into its own bound, the 16-bit vector an
-f32 tile is rounded through) and the 32-element scratch of a vector-only function in scalar code. Placement (placement.py) and the tile recipe size their tiles
-with it; tests/mlu_compile/test_mlu_nram_count.py checks it equals what the emitter declares.
+f32 tile is rounded through) and the 32-element scratch of a vector-only function in scalar code. Placement
+(placement.py) and the tile recipe size their tiles with it; tests/mlu_compile/test_mlu_nram_count.py checks it
+equals what the emitter declares.
 """
 from __future__ import annotations
 
