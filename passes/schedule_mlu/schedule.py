@@ -83,9 +83,12 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     if has_scan(func):   # scan operands the scan kernel cannot compute on chip get a statement of their own
         func = materialize_operands(func, specialize(func, sizes), remarks)
     try:
-        return _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
+        out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
     except NoTileFits as e:   # (still a NoTileFits: the op-by-op split falls back from it, opbyop.py)
         raise NoTileFits(f"function '{func.name}': {e.message}", func.loc) from None
+    from gir.passes.schedule_mlu.intcheck import integer_remark
+    integer_remark(func, out, remarks)   # i32 computed in f32 tiles: exact below 2^24 only (said, not silent)
+    return out
 
 
 def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,
