@@ -277,7 +277,7 @@ class VecEmitter:
             self.out.append(call(f"bang_reduce_{e.op}_cols", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         if a.kind == COL and dst.kind == SCALAR and e.op in ("sum", "max", "min"):   # whole (padded) tile
-            start = L.tail_start(1, a.length, a.cols, a.length, a.dtype, a.whole) if a.cols < a.length else None
+            start = L.tail_start(1, a.length, a.cols, a.length, a.dtype, a.whole)
             # the padding past the region holds what earlier ops left: the identity there, in place (below) or
             # through a masked copy (the elif)
             if start is not None:
@@ -310,7 +310,6 @@ class VecEmitter:
         self.out.append(call("bang_write_value", fill.ptr, a.length, IDENT[e.op]))
         self.out.append(call("bang_select", tmp.ptr, self.mask_full(a), a.ptr, fill.ptr, a.length))
         self.out.append(call(f"bang_reduce_{e.op}_rows", dst.ptr, tmp.ptr, a.rows, a.pitch))
-
 
     def round16(self, dst: Opd, a: Opd, dtype: str) -> None:
         """`dst = f16(a)` on f32 tiles: a's values rounded to the 16-bit type and widened again (what a later

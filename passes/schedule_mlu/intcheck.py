@@ -5,8 +5,9 @@ and narrow results back (`r_h = i32(r)`, `__bang_float2int32`): exact while ever
 below 2^24 in magnitude (docs/mlu.md, known gaps). A program whose kernels widen integer tensors gets one remark
 naming them (the tensors loaded into the widened tiles). Not reported: a widened tile only compared with values
 that are not widened integers (a class label against a column index: a rounded value of 2^24 or more never
-equals, nor orders differently against, one below 2^24) or used as a gathered column's index, results narrowed from float work (argmax positions,
-compares), and integer tensors the source itself reads through `f32(...)` (the reference rounds them alike).
+equals, nor orders differently against, one below 2^24) or used as a gathered column's index, results narrowed
+from float work (argmax positions, compares), and integer tensors the source itself reads through `f32(...)`
+(the reference rounds them alike).
 Scalar kernels and i32 scans compute in int (exact; a scalar kernel's overflow of int is an error).
 """
 from __future__ import annotations
@@ -15,7 +16,6 @@ from gir import ir
 from gir.walk import walk, walk_stmts
 
 INTS = (ir.DType.i32, ir.DType.i64)
-COMPARES = ("==", "!=", "<", "<=", ">", ">=")
 
 
 def widened_tensors(f: ir.Func) -> list[str]:
@@ -65,7 +65,7 @@ def _safe_use(v, tile: str, widened: set) -> bool:
         return any(isinstance(y, ir.Ref) and y.name in names for y in walk(e))
     if isinstance(v, ir.Call) and v.fn == "gather_cols" and len(v.args) == 2:
         return isinstance(v.args[1], ir.Ref) and v.args[1].name == tile and not mentions(v.args[0], {tile})
-    if isinstance(v, ir.BinOp) and v.op in COMPARES:
+    if isinstance(v, ir.BinOp) and v.op in ir.COMPARISONS:
         sides = [v.lhs, v.rhs]
         mine = [x for x in sides if isinstance(x, ir.Ref) and x.name == tile]
         other = [x for x in sides if not (isinstance(x, ir.Ref) and x.name == tile)]

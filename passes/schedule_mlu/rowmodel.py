@@ -210,7 +210,7 @@ class _Builder:
             return e.op in ("max", "min") and self._exact(e.arg)
         if isinstance(e, ir.Call) and e.fn == "select":
             return self._exact(e.args[1]) and self._exact(e.args[2])
-        return isinstance(e, ir.BinOp) and e.op in ("==", "!=", "<", "<=", ">", ">=")
+        return isinstance(e, ir.BinOp) and e.op in ir.COMPARISONS
 
     def ref(self, e: ir.Ref, row, col) -> Val:
         idx = []
@@ -246,7 +246,7 @@ def _const_is(e, v: int) -> bool:
 def _boolean(e, types: dict) -> bool:
     """`e` is 1.0 or 0.0 in the row model: a compare, or a bool tensor (loaded as 0/1)."""
     if isinstance(e, ir.BinOp):
-        return e.op in ("==", "!=", "<", "<=", ">", ">=")
+        return e.op in ir.COMPARISONS
     return isinstance(e, ir.Ref) and e.name in types and types[e.name].dtype == ir.DType.bool
 
 
