@@ -56,9 +56,12 @@ def bad_sizes(func: ir.Func, ranges: dict[str, ir.Dim], dim: ir.Dim, idx: ir.Exp
         if any(isinstance(x, ir.Ref) for x in _walk(c)):
             continue  # data-dependent guard: not affine, ignored (checked as if unguarded)
         try:
-            text = ih.cond(c, _names(func, used | (free_vars(c) - sizes)))
+            names = _names(func, used | (free_vars(c) - sizes))
+            text = ih.cond(c, names)
+            ih.make_set([names[s] for s in func.size_symbols()], "S",   # isl reads it (not `i * N`: a product
+                        [names[v] for v in sorted(free_vars(c) - sizes)], [text])   # of a size and an index)
         except ih.NotAffine:
-            continue
+            continue   # not affine: ignored (checked as if unguarded)
         conds.append(text if holds else f"(not {text})")
         used |= free_vars(c) - sizes
     names = _names(func, used)

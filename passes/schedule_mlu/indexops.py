@@ -54,10 +54,11 @@ class IndexInfo:
 
 
 def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
-    from gir.walk import walk
+    from gir.walk import map_expr, walk
 
-    if any(isinstance(x, ir.BinOp) and x.op in ("//", "%") for st in info.stmts for x in walk(st.stmt.value)):
-        raise NotRowModel("integer // or % (index values here are f32 vectors)")  # quasi-affine: scalar kernels
+    if any(isinstance(x, ir.BinOp) and x.op in ("//", "%") for st in info.stmts for r in walk(st.stmt.value)
+           if isinstance(r, ir.Ref) for i in r.index for x in walk(i)):
+        raise NotRowModel("quasi-affine index (// or %)")  # (as values: rowmodel.py `floordiv`)
     types = dict(info.types)
     ranks = {len(t.shape) for t in types.values() if len(t.shape) > 0}
     lead: tuple = ()
@@ -100,6 +101,8 @@ def rewrite_index_values(func: ir.Func, info) -> tuple[ir.Func, IndexInfo]:
         if nlead and (len(out) < nlead + 1):
             raise NotRowModel("statement without the row axis of viewed tensors")
         val = _rw(st.stmt.value, lv, row, col, ix)
+        # index values are integers (`x[i, j] + j` into an i32 result, `j % 7`): the f32 iota read as i32
+        val = map_expr(val, lambda x: ir.Call("i32", (x,)) if isinstance(x, ir.Ref) and x.name in (COLV, ROWV) else x)
         tgt = _rw(st.stmt.target, lv, row, col, ix)
         body.append(ir.Assign(tgt, val, loc=st.stmt.loc))
     params = [_view_param(p, nlead) if p.name not in shared else _view_shared(p, lead) for p in func.params]

@@ -154,15 +154,22 @@ class _Builder:
                 raise NotRowModel("logical not")
             return self.apply("neg", [self.expr(e.operand, row, col)])
         if isinstance(e, ir.BinOp):
+            if e.op in ("//", "%"):
+                return self.floordiv(e, row, col)
             if e.op not in BINOPS:
                 raise NotRowModel(f"operator {e.op}")
+            self._exact_ints(e)
+            if e.op == "!=" and const_is(e.rhs, 0) and boolean_value(e.lhs, self.info.types):
+                return self.expr(e.lhs, row, col)   # a 0 / 1 value is its own `!= 0` (boolarith.py's and / or)
             return self.apply(BINOPS[e.op], [self.expr(e.lhs, row, col), self.expr(e.rhs, row, col)])
         if isinstance(e, ir.Call):
-            if e.fn == "bool" and self._exact(e.args[0]) and not _boolean(e.args[0], self.info.types):
+            if e.fn == "bool" and self._exact(e.args[0]) and not boolean_value(e.args[0], self.info.types):
                 # bool of an integer value: 1.0 where it is non-zero (the value itself only for 0 / 1 values)
                 return self.apply("ne", [self.expr(e.args[0], row, col), Val(CONST, const=0.0)])
             if e.fn in ("f32",) or (e.fn in ("i32", "bool") and self._exact(e.args[0])):
                 return self.expr(e.args[0], row, col)   # i32/bool of a bool or int value: the same float value
+            if e.fn == "i32":   # of a float value: truncated toward zero (as numpy's astype)
+                return self.trunc(e, self.expr(e.args[0], row, col))
             if e.fn in UNARY:
                 return self.apply(e.fn, [self.expr(e.args[0], row, col)])
             if e.fn in ("f16", "bf16"):   # rounded to the 16-bit type, computed on in f32 (vecops `round16`)
@@ -174,7 +181,7 @@ class _Builder:
                 x, lo, hi = (self.expr(a, row, col) for a in e.args)
                 return self.apply("min", [self.apply("max", [x, lo]), hi])
             if e.fn == "select" and len(e.args) == 3:   # select(cond, a, b): cond is a 1.0 / 0.0 value
-                if _const_is(e.args[1], 1) and _const_is(e.args[2], 0) and _boolean(e.args[0], self.info.types):
+                if const_is(e.args[1], 1) and const_is(e.args[2], 0) and boolean_value(e.args[0], self.info.types):
                     return self.expr(e.args[0], row, col)   # select(x > 0, 1, 0) is the compare's own 1.0 / 0.0
                 return self.apply("select", [self.expr(a, row, col) for a in e.args])
             if e.fn in BINOPS and len(e.args) == 2:
@@ -210,7 +217,68 @@ class _Builder:
             return e.op in ("max", "min") and self._exact(e.arg)
         if isinstance(e, ir.Call) and e.fn == "select":
             return self._exact(e.args[1]) and self._exact(e.args[2])
+        if isinstance(e, ir.Call) and e.fn in ("i32", "bool"):
+            return self._exact(e.args[0])
         return isinstance(e, ir.BinOp) and e.op in ir.COMPARISONS
+
+    def floordiv(self, e: ir.BinOp, row, col) -> Val:
+        """`a // b` and `a % b` of integers by a positive constant b (floor division and modulo, as numpy) on f32
+        values: q = floor((a + 0.5) / b), a % b = a - q b. (a + 0.5) / b lies at least 0.5 / b from an integer,
+        which its rounding cannot cross while |a| < 2^23 (checked from the operands' ranges)."""
+        b = self.expr(e.rhs, row, col)
+        if b.kind != CONST or b.const <= 0 or b.const != int(b.const):
+            raise NotRowModel(f"'{e.op}' by a value other than a positive integer constant")
+        if self._bound(e.lhs) >= 1 << 23:
+            raise NotRowModel(f"'{e.op}' of an integer that may reach 2^23 (not exact on f32 values)")
+        a = self.expr(e.lhs, row, col)
+        if a.kind == CONST:
+            return Val(CONST, const=float(np.floor_divide(a.const, b.const) if e.op == "//" else
+                                          np.mod(a.const, b.const)))
+        q = self.apply("floor", [self.apply("div", [self.apply("add", [a, Val(CONST, const=0.5)]), b])])
+        if e.op == "//":
+            return q
+        return self.apply("sub", [a, self.apply("mul", [q, b])])
+
+    def _exact_ints(self, e: ir.BinOp) -> None:
+        """Integer arithmetic of index values is computed on f32 values: refused (the scalar kernel's exact int)
+        where it may reach 2^24 and its value must be exact -- stored to an integer result or compared."""
+        compare = e.op in ir.COMPARISONS
+        if not (compare or (e.op in ("+", "-", "*") and
+                            not self.info.types[self.st.stmt.target.name].dtype.is_float)):
+            return
+        for x in ((e.lhs, e.rhs) if compare else (e,)):
+            b = self._bound(x)
+            if b != float("inf") and b >= 1 << 24:
+                raise NotRowModel("integer arithmetic of index values that may reach 2^24 (not exact on f32 values)")
+
+    def _bound(self, e) -> float:
+        """An upper bound of |e| for an integer expression of index values, sizes and integer constants (inf for
+        anything else: tensors may hold any value)."""
+        if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+            return abs(e.value)
+        if isinstance(e, ir.Var) and e.name in self.sizes:
+            return abs(self.sizes[e.name])
+        if isinstance(e, ir.Ref) and e.name in ("cj_", "ri_"):
+            return max(self.m, self.n)
+        if isinstance(e, ir.UnOp) and e.op == "-":
+            return self._bound(e.operand)
+        if isinstance(e, ir.Call) and e.fn == "i32":
+            return self._bound(e.args[0])
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*", "//", "%"):
+            a, b = self._bound(e.lhs), self._bound(e.rhs)
+            return a + b if e.op in ("+", "-") else a * b if e.op == "*" else a if e.op == "//" else b
+        return float("inf")
+
+    def trunc(self, e: ir.Call, a: Val) -> Val:
+        """`i32(a)` of a float value `a`: the statement's whole value stored to an i32 result is truncated by the
+        store's conversion (`__bang_float2int32`); elsewhere select(a < 0, ceil(a), floor(a))."""
+        target = self.st.stmt.target.name
+        if e is self.st.stmt.value and self.info.types[target].dtype == ir.DType.i32:
+            return a
+        if a.kind == CONST:
+            return Val(CONST, const=float(np.trunc(a.const)))
+        neg = self.apply("lt", [a, Val(CONST, const=0.0)])
+        return self.apply("select", [neg, self.apply("ceil", [a]), self.apply("floor", [a])])
 
     def ref(self, e: ir.Ref, row, col) -> Val:
         idx = []
@@ -239,14 +307,19 @@ class _Builder:
         return dst
 
 
-def _const_is(e, v: int) -> bool:
+def const_is(e, v: int) -> bool:
     return isinstance(e, ir.Const) and not isinstance(e.value, bool) and e.value == v
 
 
-def _boolean(e, types: dict) -> bool:
-    """`e` is 1.0 or 0.0 in the row model: a compare, or a bool tensor (loaded as 0/1)."""
+def boolean_value(e, types: dict) -> bool:
+    """`e` is 1.0 or 0.0 in the row model: a compare, a bool tensor (loaded as 0/1), an i32 / bool cast of one, or
+    a product, maximum or minimum of two (boolarith.py's `and` / `or`)."""
     if isinstance(e, ir.BinOp):
-        return e.op in ir.COMPARISONS
+        return e.op in ir.COMPARISONS or (e.op == "*" and boolean_value(e.lhs, types) and boolean_value(e.rhs, types))
+    if isinstance(e, ir.Call):
+        if e.fn in ("i32", "bool"):
+            return boolean_value(e.args[0], types)
+        return e.fn in ("max", "min") and len(e.args) == 2 and all(boolean_value(a, types) for a in e.args)
     return isinstance(e, ir.Ref) and e.name in types and types[e.name].dtype == ir.DType.bool
 
 

@@ -77,6 +77,8 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     func = hoist_reductions(func)   # nested invariant reductions once (the pipeline's first pass, for direct calls)
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
+    from gir.passes.schedule_mlu.boolarith import boolean_arith
+    func = boolean_arith(func)   # and / or / not as 0/1 arithmetic: the vector unit has no logic ops
     from gir.passes.builtin.narrow import round_read_results
     func = round_read_results(func)   # a 16-bit result read again is read rounded (passes/builtin/narrow.py)
     from gir.passes.schedule_mlu.scan import has_scan, materialize_operands
@@ -103,6 +105,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     types = dict(info.types)
     items: list = []
     chosen = None
+    why_not: list[str] = []   # why each recipe refused the function (said with a scalar kernel's remark)
     if has_scan(spec):   # one pipelined kernel per scan statement (passes/schedule_mlu/scan.py)
         if len(info.stmts) == 1:
             items.extend(scan_items(spec, info, tasks, remarks))
@@ -124,6 +127,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     if mode == "fused":   # every MLU recipe is a candidate, ranked by the cost model (recipes.py)
         setting = Setting(f"{func.name}_mlu", tasks, nram, allow_sram, max_rows, _views_ok())
         found = search(full, spec, info, setting, _compulsory(spec))
+        why_not = found.why_not
         for message in found.errors:   # not silent: a recipe that crashed is a compiler bug to report
             _missed(remarks, f"function '{func.name}': {message}", func.loc)
         pick = best(found.candidates)
@@ -174,7 +178,8 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
                 if mode == "opbyop":
                     _missed(remarks, f"statement '{target}' runs as a scalar MLU kernel (one element at a time, "
                                      "typically thousands of times slower than the DMA roofline): no vector "
-                                     "schedule covers it", st.stmt.loc or func.loc)
+                                     "schedule covers it" + (f" ({'; '.join(why_not)})" if len(info.stmts) == 1 and
+                                                             why_not else ""), st.stmt.loc or func.loc)
             items.extend(_located(x, st.stmt.loc or func.loc) for x in kernel)
     if chosen is not None:   # the search's function: prepared kernels, tensors possibly viewed with merged axes
         out = dataclasses.replace(chosen, body=tuple(_located(x, func.loc) for x in chosen.body))

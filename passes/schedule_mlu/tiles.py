@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.errors import GirError
-from gir.passes.schedule_mlu.rowmodel import BINOPS, NotRowModel
+from gir.passes.schedule_mlu.rowmodel import BINOPS, NotRowModel, boolean_value, const_is
 from gir.passes.schedule_mlu.tiles_axes import Axes, NotTile, _reduced_axes, find_axes, flatten
 
 FULL, ROW, COL, SCAL, CONST = "full", "row", "col", "scalar", "const"
@@ -235,6 +235,8 @@ class _Builder:
         if isinstance(e, ir.BinOp):
             if e.op not in BINOPS:
                 raise NotTile(f"operator {e.op}")
+            if e.op == "!=" and const_is(e.rhs, 0) and boolean_value(e.lhs, self.info.types):
+                return self.expr(e.lhs)   # a 0 / 1 value is its own `!= 0` (boolarith.py's and / or)
             a, b = self.expr(e.lhs), self.expr(e.rhs)
             if e.op == "/" and b.kind != CONST and _rank(b.kind) < _rank(a.kind) and _sub(b.kind, a.kind):
                 # a / b with b broadcast (a row / column / unit statistic): a * (1 / b), the reciprocal once
@@ -242,8 +244,9 @@ class _Builder:
                 return self.apply("mul", [a, self.apply("recip", [b])])
             return self.apply(BINOPS[e.op], [a, b])
         if isinstance(e, ir.Call):
-            if e.fn == "f32" and len(e.args) == 1:
-                return self.expr(e.args[0])
+            if (e.fn == "f32" or (e.fn in ("i32", "bool") and boolean_value(e.args[0], self.info.types))) \
+                    and len(e.args) == 1:
+                return self.expr(e.args[0])   # (a compare's or a bool tensor's 1.0 / 0.0 is its own i32 / bool)
             if e.fn in ("f16", "bf16") and len(e.args) == 1:
                 return self.apply("r16" if e.fn == "f16" else "rbf16", [self.expr(e.args[0])])
             if e.fn in ir.UNARY_FUNCS and len(e.args) == 1:

@@ -74,3 +74,13 @@ def test_data_dependent_guard_is_ignored():
     """A guard that reads a tensor is not affine: the access is checked as if unguarded (an error here)."""
     with pytest.raises(GirError, match="out of bounds"):
         _func("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = select(x[i] > 0.0, x[i // 2 + N], 0.0)\n}\n")
+
+
+def test_non_affine_guard_is_ignored():
+    """A guard isl cannot read (`i * N`: a product of an index and a size) is ignored like a data-dependent one;
+    it raised an isl syntax error traceback from `gir check` before."""
+    f = _func("func f(a: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = select(i * N + j < 5, a[i, j], 0.0)\n}\n")
+    out = evaluate(f, {"a": np.ones((2, 3), np.float32)}, {"M": 2, "N": 3})
+    assert np.array_equal(np.asarray(out["y"]), [[1, 1, 1], [1, 1, 0]])
+    with pytest.raises(GirError, match="out of bounds"):
+        _func("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = select(i * N < 3, x[i + N], 0.0)\n}\n")
