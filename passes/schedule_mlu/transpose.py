@@ -80,9 +80,11 @@ def permute_func(spec: ir.Func, info, tasks: int = 32) -> list:
         raise NotRowModel("not a permutation")
     x, y, perm = m
     xshape = next(p.type.shape for p in spec.params if p.name == x)
-    if perm == (1, 0):
+    n = len(perm)
+    if perm[-2:] == (n - 1, n - 2) and sorted(perm[:-2]) == list(range(n - 2)):   # 2-D transposes of slabs
         dt = spec.results[0].type.dtype
-        return [transpose2d_kernel(x, y, xshape[0], xshape[1], f"{spec.name}_mlu", tasks, dt)]
+        lead = tuple(spec.results[0].type.shape[:-2])
+        return [transpose2d_kernel(x, y, xshape[-2], xshape[-1], f"{spec.name}_mlu", tasks, dt, lead, perm[:-2])]
     if perm[-1] == len(perm) - 1 and len(perm) >= 3:
         yshape = spec.results[0].type.shape
         return [slab_copy_kernel(x, y, perm, yshape, f"{spec.name}_mlu", tasks, spec.results[0].type.dtype)]
@@ -94,12 +96,15 @@ def _trips(n: int, tvar, tasks: int) -> ir.Expr:
     return ir.BinOp("//", B.add(ir.BinOp("-", B.c(n), tvar), tasks - 1), B.c(tasks))
 
 
-def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int) -> list:
-    """Load x[r0:+rlen, c0:+clen], transpose the whole [rb, cb] buffer, store y[c0:+clen, r0:+rlen]."""
-    return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)), B.ref(x, B.sl(r0, rlen), B.sl(c0, clen))),
+def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int, xl=(), yl=()) -> list:
+    """Load x[*xl, r0:+rlen, c0:+clen], transpose the whole [rb, cb] buffer, store y[*yl, c0:+clen, r0:+rlen]
+    (xl, yl: the slab's leading indices, a batched transpose)."""
+    return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)),
+                   B.ref(x, *xl, B.sl(r0, rlen), B.sl(c0, clen))),
             ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
                       ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),))),
-            B.move("store", B.ref(y, B.sl(c0, clen), B.sl(r0, rlen)), B.ref("ta", B.sl(0, clen), B.sl(0, rlen)))]
+            B.move("store", B.ref(y, *yl, B.sl(c0, clen), B.sl(r0, rlen)),
+                   B.ref("ta", B.sl(0, clen), B.sl(0, rlen)))]
 
 
 @dataclass(frozen=True)
@@ -124,16 +129,16 @@ def _cyclic(nunits: int, first: int, tasks: int, body) -> list:
     return [ir.For("q_", q, B.add(q, 1), (loop,))]
 
 
-def _part(x, y, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, rb: int, cb: int) -> list:
+def _part(x, y, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, rb: int, cb: int, xl=(), yl=()) -> list:
     """Part p (affine) of a column chunk: its full row tiles p*k ... (a software-pipelined loop), then the row tail
     tile (exact size) when p is the last part."""
     out: list = []
     trips = B.c(nr) if parts == 1 else ir.Call("min", (B.c(k), ir.BinOp("-", B.c(nr), B.mul(p, k))))
     if nr:
         r0 = B.mul(B.add(B.mul(p, k), B.v("it_")), rb) if parts > 1 else B.mul(B.v("it_"), rb)
-        out.append(ir.For("it_", B.c(0), trips, tuple(_tile(x, y, r0, rb, c0, clen, rb, cb))))
+        out.append(ir.For("it_", B.c(0), trips, tuple(_tile(x, y, r0, rb, c0, clen, rb, cb, xl, yl))))
     if rt:
-        tail = _tile(x, y, B.c(nr * rb), rt, c0, clen, rb, cb)
+        tail = _tile(x, y, B.c(nr * rb), rt, c0, clen, rb, cb, xl, yl)
         out += tail if parts == 1 else [ir.If(ir.BinOp("==", p, B.c(parts - 1)), tuple(tail), ())]
     return out
 
@@ -143,30 +148,53 @@ def _one_trip(name: str, lo: ir.Expr, body: list) -> ir.For:
 
 
 def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 32,
-                       dt: ir.DType = ir.DType.f32) -> ir.Kernel:
-    """y = x^T for x: [m, n], on the decomposition `choose_plan` picks (see the module docstring)."""
-    plan = choose_plan(m, n, L.device_nbytes(dt), tasks)
+                       dt: ir.DType = ir.DType.f32, lead: tuple = (), lead_perm: tuple = ()) -> ir.Kernel:
+    """y = x^T for x: [m, n], on the decomposition `choose_plan` picks (see the module docstring). With `lead`
+    (y's leading dims; y's leading axis k reads x's axis lead_perm[k]), every slab y[l, :, :] = x[l', :, :]^T: the
+    units of all slabs, slab-major, go cyclically to the cores."""
+    nb = math.prod(lead)
+    plan = choose_plan(m, n, L.device_nbytes(dt), tasks, nb)
     rb, cb = plan.rb, plan.cb
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
     parts, parts_t = _parts(nr, rt, plan.k), _parts(nr, rt, plan.kt)
     body: list = [B.alloc("xa", dt, (rb, cb), "nram"), B.alloc("ta", dt, (cb, rb), "nram")]
     if nc:
-        def main_unit(u):   # unit u = (column chunk u // parts, part u % parts)
+        def main_unit(u, xl, yl):   # unit u = (column chunk u // parts, part u % parts)
             if parts == 1:
-                return _part(x, y, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, rb, cb)
-            inner = _part(x, y, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, rb, cb)
+                return _part(x, y, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, rb, cb, xl, yl)
+            inner = _part(x, y, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, rb, cb, xl, yl)
             part = _one_trip("p_", ir.BinOp("%", u, B.c(parts)), inner)
             return [_one_trip("c_", ir.BinOp("//", u, B.c(parts)), [part])]
-        body += _cyclic(nc * parts, 0, tasks, main_unit)
+        body += _cyclic(nb * nc * parts, 0, tasks, lambda u: _slab(u, nc * parts, lead, lead_perm, main_unit))
     if ct:
-        body += _cyclic(parts_t, nc * parts, tasks,
-                        lambda u: _part(x, y, B.c(nc * cb), ct, u, parts_t, plan.kt, nr, rt, rb, cb))
+        body += _cyclic(nb * parts_t, nb * nc * parts, tasks, lambda u: _slab(
+            u, parts_t, lead, lead_perm,
+            lambda r, xl, yl: _part(x, y, B.c(nc * cb), ct, r, parts_t, plan.kt, nr, rt, rb, cb, xl, yl)))
     top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(body))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
 
 
-def choose_plan(m: int, n: int, es: int, tasks: int = 32) -> Plan:
+def _slab(u, per: int, lead: tuple, lead_perm: tuple, body) -> list:
+    """`body(r, xl, yl)` for unit u of a batched transpose: slab u // per (its leading indices yl of y, decoded by
+    one-trip loops so that regions stay affine, and xl of x) and unit r = u % per within the slab."""
+    if not lead:
+        return body(u, (), ())
+    names = [f"l{k}_" for k in range(len(lead))]
+    yl = [B.v(v) for v in names]
+    xl: list = [None] * len(lead)
+    for k, ax in enumerate(lead_perm):
+        xl[ax] = yl[k]
+    stmt = [_one_trip("r_", ir.BinOp("%", u, B.c(per)), body(B.v("r_"), tuple(xl), tuple(yl)))]
+    slab, span = ir.BinOp("//", u, B.c(per)), 1
+    for k in reversed(range(len(lead))):
+        q = ir.BinOp("//", slab, B.c(span)) if span > 1 else slab
+        stmt = [_one_trip(names[k], ir.BinOp("%", q, B.c(lead[k])) if k else q, stmt)]
+        span *= lead[k]
+    return stmt
+
+
+def choose_plan(m: int, n: int, es: int, tasks: int = 32, slabs: int = 1) -> Plan:
     """The decomposition with the least estimated time (`_CostModel`; ties: taller tiles, then fewer and longer
     parts). Tiles are rb x 128 with rb = 128 KiB / 128 elements, or a smaller power of two down to 64 rows (more
     row tiles to spread when M is small); the part size k trades filling the cores (k small) against more DMA
@@ -177,9 +205,9 @@ def choose_plan(m: int, n: int, es: int, tasks: int = 32) -> Plan:
     best = None
     for rb in _tile_heights(m, es):
         model = _CostModel(m, n, es, rb, cb, tasks)
-        k = min(model.part_sizes(), key=lambda k: model.time([(nc, cb, k)]))
-        kt = min(model.part_sizes(), key=lambda kt: model.time([(nc, cb, k), (1, ct, kt)])) if ct else k
-        t = model.time([(nc, cb, k)] + ([(1, ct, kt)] if ct else []))
+        k = min(model.part_sizes(), key=lambda k: model.time([(nc * slabs, cb, k)]))
+        kt = min(model.part_sizes(), key=lambda kt: model.time([(nc * slabs, cb, k), (slabs, ct, kt)])) if ct else k
+        t = model.time([(nc * slabs, cb, k)] + ([(slabs, ct, kt)] if ct else []))
         if best is None or t < best[0]:
             best = (t, Plan(rb, cb, k, kt))
     return best[1]
