@@ -16,6 +16,7 @@ import numpy as np
 
 from gir import ir
 from gir.shapes import func_info
+from gir.walk import walk
 
 FULL, ROW, COL, SCALAR, CONST = "full", "row", "col", "scalar", "const"
 UNARY = ir.UNARY_FUNCS   # each a vector op of its own (codegen/mlu/vecops.py: __bang_active_<fn>)
@@ -219,6 +220,8 @@ class _Builder:
             return self._exact(e.args[1]) and self._exact(e.args[2])
         if isinstance(e, ir.Call) and e.fn in ("i32", "bool"):
             return self._exact(e.args[0])
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*"):   # integers of integers (exact below 2^24)
+            return self._exact(e.lhs) and self._exact(e.rhs)
         return isinstance(e, ir.BinOp) and e.op in ir.COMPARISONS
 
     def floordiv(self, e: ir.BinOp, row, col) -> Val:
@@ -270,10 +273,14 @@ class _Builder:
         return float("inf")
 
     def trunc(self, e: ir.Call, a: Val) -> Val:
-        """`i32(a)` of a float value `a`: the statement's whole value stored to an i32 result is truncated by the
-        store's conversion (`__bang_float2int32`); elsewhere select(a < 0, ceil(a), floor(a))."""
+        """`i32(a)` of a float value `a`: the statement's whole value stored to an i32 result that no statement
+        reads is truncated by the store's conversion (`__bang_float2int32`) alone; elsewhere (an intermediate, or a
+        result read again on chip as its f32 tile) select(a < 0, ceil(a), floor(a))."""
         target = self.st.stmt.target.name
-        if e is self.st.stmt.value and self.info.types[target].dtype == ir.DType.i32:
+        results = {p.name for p in self.info.func.results}
+        read = any(isinstance(x, ir.Ref) and x.name == target for st in self.info.stmts for x in walk(st.stmt.value))
+        if e is self.st.stmt.value and self.info.types[target].dtype == ir.DType.i32 and target in results \
+                and not read:
             return a
         if a.kind == CONST:
             return Val(CONST, const=float(np.trunc(a.const)))

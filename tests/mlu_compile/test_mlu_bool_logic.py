@@ -29,6 +29,17 @@ PROGRAMS = {
   u[i, j] = f32(i32(a[i, j] * 7.0)) * 0.5 + a[i, j]
   b[i, j] = i32(bool(k[i, j])) + i32(not bool(k[i, j])) * 2
 }""",
+    "trunc_read_again": """func f(x: f32[M, N]) -> (k: i32[M], y: f32[M], z: i32[M, N], b: bool[M, N]) {
+  t[i, j] = i32(x[i, j] * 3.0)
+  k[i] = i32(sum(x[i, j]))
+  y[i] = f32(k[i]) + 0.5 + sum(f32(t[i, j]))
+  z[i, j] = t[i, j] * 2 + 1
+  b[i, j] = t[i, j] == 0
+}""",
+    "trunc_rank3": """func f(a: f32[A, B, C]) -> (t: i32[A, B, C], y: f32[A, B, C]) {
+  t[i, j, k] = i32(a[i, j, k] * 3.0)
+  y[i, j, k] = f32(t[i, j, k]) + a[i, j, k]
+}""",
     "mid_axis": """func f(a: f32[A, B, C]) -> (y: f32[A, C]) {
   y[i, k] = sum(select(a[i, j, k] > 0.0 and a[i, j, k] < 1.0, a[i, j, k], 0.0))
 }""",
