@@ -98,7 +98,7 @@ def emit_func(func: ir.Func, target: str = "cuda", sizes: dict[str, int] | None 
             kernel_index = "int64"  # `kernel NAME with index=int64`
         lw = KernelLowerer(func, kernel, printer, kernel_index, sizes)
         kfunc = lw.lower()
-        prelude = printer.prelude(printer.declared_dtypes(kfunc))
+        prelude = printer.prelude(printer.declared_dtypes(kfunc), chain=lw.uses_chain)
         body = printer.kernel(kfunc)
         names = {_cname(n): n for n in types} | {_cname(n): n for n in func.size_symbols()}
         args = []
@@ -138,8 +138,9 @@ def combined_source(kernels: list[KernelSource]) -> str:
         for line in ks.prelude.splitlines():
             if line.startswith("#include") and line not in includes:
                 includes.append(line)
-    from gir.codegen.cstyle import HELPERS
-    return "\n".join(includes) + "\n\n" + HELPERS + "\n" + "\n".join(ks.body for ks in kernels)
+    from gir.codegen.cstyle import CHAIN_HELPERS, HELPERS
+    helpers = HELPERS + (CHAIN_HELPERS if any(CHAIN_HELPERS in ks.prelude for ks in kernels) else "")
+    return "\n".join(includes) + "\n\n" + helpers + "\n" + "\n".join(ks.body for ks in kernels)
 
 
 def _cname(name: str) -> str:

@@ -52,6 +52,54 @@ static __device__ __forceinline__ double gir_gelu_tanh(double x) {
 }
 """
 
+# `chain OP dst <- src over g via st[k]` (a single-pass scan across blocks): thread 0 of block g of the chain
+# publishes the block's aggregate in its 64-bit status word (flag 1), combines the words of blocks g-1, g-2, ...
+# until one holds an inclusive prefix (flag 2), publishes its own inclusive prefix (flag 2) and returns the
+# exclusive one. A word is (flag << 32) | the value's bits, written by one atomic exchange and read by one
+# volatile load, so a flag never arrives without its value. The words start at 0 (a kernel zeroes them first).
+# Blocks wait only on blocks of lower index, which the hardware starts first (as CUB's single-pass scan assumes).
+CHAIN_HELPERS = """\
+union gir_chain_word { unsigned u; float f; int i; };
+static __device__ __forceinline__ unsigned gir_chain_bits(float v) { gir_chain_word w; w.f = v; return w.u; }
+static __device__ __forceinline__ unsigned gir_chain_bits(int v) { gir_chain_word w; w.i = v; return w.u; }
+static __device__ __forceinline__ void gir_chain_get(unsigned u, float* v) { gir_chain_word w; w.u = u; *v = w.f; }
+static __device__ __forceinline__ void gir_chain_get(unsigned u, int* v) { gir_chain_word w; w.u = u; *v = w.i; }
+template <typename T, typename F>
+static __device__ T gir_chain(long long* status, long long k, T agg, T ident, F op) {
+  unsigned long long* st = (unsigned long long*)status;
+  if (k == 0) {
+    atomicExch(st, (2ull << 32) | gir_chain_bits(agg));
+    return ident;
+  }
+  atomicExch(st, (1ull << 32) | gir_chain_bits(agg));
+  T excl = ident;
+  for (long long j = 1; j <= k; ++j) {
+    unsigned long long w;
+    do {
+      w = *(volatile unsigned long long*)(st - j);
+    } while ((w >> 32) == 0ull);
+    T v;
+    gir_chain_get((unsigned)w, &v);
+    excl = op(v, excl);
+    if ((w >> 32) == 2ull) break;
+  }
+  atomicExch(st, (2ull << 32) | gir_chain_bits(op(excl, agg)));
+  return excl;
+}
+struct gir_chain_op_add { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct gir_chain_op_mul { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
+struct gir_chain_op_max { template <typename T> __device__ T operator()(T a, T b) const { return gir_max(a, b); } };
+struct gir_chain_op_min { template <typename T> __device__ T operator()(T a, T b) const { return gir_min(a, b); } };
+static __device__ __forceinline__ float gir_chain_low(float) { return -__builtin_huge_valf(); }
+static __device__ __forceinline__ int gir_chain_low(int) { return (int)0x80000000u; }
+static __device__ __forceinline__ float gir_chain_high(float) { return __builtin_huge_valf(); }
+static __device__ __forceinline__ int gir_chain_high(int) { return 0x7fffffff; }
+template <typename T> static __device__ T gir_chain_sum(long long* s, long long k, T a) { return gir_chain(s, k, a, (T)0, gir_chain_op_add()); }
+template <typename T> static __device__ T gir_chain_prod(long long* s, long long k, T a) { return gir_chain(s, k, a, (T)1, gir_chain_op_mul()); }
+template <typename T> static __device__ T gir_chain_max(long long* s, long long k, T a) { return gir_chain(s, k, a, gir_chain_low(a), gir_chain_op_max()); }
+template <typename T> static __device__ T gir_chain_min(long long* s, long long k, T a) { return gir_chain(s, k, a, gir_chain_high(a), gir_chain_op_min()); }
+"""
+
 
 class CStylePrinter:
     """Prints `codegen.ast` kernels as C++ source. Subclasses set `spell` (see docs/codegen.md)."""
@@ -62,13 +110,13 @@ class CStylePrinter:
     dtypes: dict[str, str] = {}
 
     # ---------------------------------------------------------------- module
-    def prelude(self, dtypes: set[str]) -> str:
+    def prelude(self, dtypes: set[str], chain: bool = False) -> str:
         lines = [self.spell["include"]]
         if "f16" in dtypes:
             lines.append(self.spell["include_f16"])
         if "bf16" in dtypes:
             lines.append(self.spell["include_bf16"])
-        return "\n".join(l for l in lines if l) + "\n\n" + HELPERS
+        return "\n".join(l for l in lines if l) + "\n\n" + HELPERS + (CHAIN_HELPERS if chain else "")
 
     def kernel(self, k: C.KernelFunc) -> str:
         self.index_ctype = "long long" if k.index_type == "int64" else "int"

@@ -122,6 +122,7 @@ class KernelLowerer:
         self.counter = itertools.count()
         self.plan: LaunchPlan = plan_launch(kernel, sizes, self.size_names)
         self.block = self.plan.block_dims()
+        self.uses_chain = False   # the prelude then carries the look-back helpers (cstyle.CHAIN_HELPERS)
 
     def fresh(self, prefix: str) -> str:
         return f"gir_{prefix}{next(self.counter)}"
@@ -161,6 +162,8 @@ class KernelLowerer:
                 used |= {r.name for r in _refs(e)}
             if isinstance(s, ir.Move):
                 written.add(s.dst.name)
+            elif isinstance(s, ir.Chain):
+                written.add(s.status.name)
         out = []
         for name, buf in self.buffers.items():
             if name in used and buf.level.off_chip:
@@ -196,6 +199,8 @@ class KernelLowerer:
             out = self.compute(s)
         elif isinstance(s, ir.XReduce):
             out = self.allreduce(s, ctx)
+        elif isinstance(s, ir.Chain):
+            return self.chain(s, ctx)
         else:
             raise GirError(f"{type(s).__name__} is not supported in a GPU kernel", getattr(s, "loc", None))
         return self.single(out, ctx)
@@ -357,6 +362,25 @@ class KernelLowerer:
                 v = C.Id(tmp)
             writes.append(C.Assign(C.Index(tr.buf.cname, tr.offset(idx)), write_elem(tr.buf.dtype, v, k)))
         return [C.Block(tuple(pre + writes))] if pre else writes
+
+    def chain(self, s: ir.Chain, ctx: Ctx) -> list[C.CStmt]:
+        """Thread 0 of the block runs the decoupled look-back (`gir_chain_OP`, cstyle.CHAIN_HELPERS) on the
+        status word and leaves the exclusive prefix in a shared slot, which every thread then reads."""
+        if not ctx.in_threads or ctx.guarded:
+            raise GirError("chain must be reached by every thread of the block (inside an unguarded @thread scope)",
+                           s.loc)
+        src, dst, st = self.region(s.src), self.region(s.target), self.region(s.status)
+        slot = self.fresh("chain")
+        self.shared.append(C.Decl(src.buf.dtype, slot, size=1, space="shared"))
+        self.uses_chain = True
+        at = C.Index(slot, C.Num(0))
+        call = C.Call(f"gir_chain_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
+                                            C.Cast("i64", index_expr(ir.Var(s.var))),
+                                            C.Index(src.buf.cname, src.offset((0,) * len(src.shape)))))
+        first = [C.Bin("==", C.Special("thread_idx", d), C.Num(0)) for d in range(3) if self.block[d] > 1]
+        publish = C.Assign(at, call)
+        return [C.If(conj(first), (publish,)) if first else publish, C.Barrier("block"),
+                C.Assign(C.Index(dst.buf.cname, dst.offset((0,) * len(dst.shape))), at), C.Barrier("block")]
 
     def allreduce(self, s: ir.XReduce, ctx: Ctx) -> list[C.CStmt]:
         info = ctx.thread_vars.get(s.var)

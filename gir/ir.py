@@ -218,6 +218,22 @@ class XReduce:
 
 
 @dataclass(frozen=True)
+class Chain:
+    """A chained scan across the blocks of a grid axis (single-pass, decoupled look-back on the GPU):
+    `chain sum p[0:1] <- a[0:1] over g via st[k]`. Every thread of block g (g = 0, 1, ... of the @block variable
+    `var`; the other grid coordinates name independent chains) reaches it with the same `src` value, the block's
+    aggregate; `target` receives the `op` combination of the aggregates of blocks 0 .. g - 1 of its chain (the
+    identity for block 0). `status` is this block's 64-bit status word in an @global i64 tensor, zeroed before
+    the launch; the words of blocks 0 .. g - 1 of the chain are the g elements before it."""
+    op: str                 # sum | prod | max | min
+    target: Ref
+    src: Ref
+    var: str
+    status: Ref
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True)
 class Sync:
     level: ParLevel
     loc: Loc | None = _loc()
@@ -251,7 +267,7 @@ class If:
     loc: Loc | None = _loc()
 
 
-Stmt = Union[Assign, Alloc, Move, XReduce, Sync, Parallel, For, If]
+Stmt = Union[Assign, Alloc, Move, XReduce, Chain, Sync, Parallel, For, If]
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,11 @@ class _Builder(Transformer):
         return ir.XReduce(str(op), target, str(var), width, loc=self._loc(meta))
 
     @v_args(meta=True)
+    def chain(self, meta, ch):
+        op, target, src, var, status = ch
+        return ir.Chain(str(op), target, src, str(var), status, loc=self._loc(meta))
+
+    @v_args(meta=True)
     def sync(self, meta, ch):
         return ir.Sync(self._level(ch[0], ir.ParLevel, "parallel level"), loc=self._loc(meta))
 

@@ -129,6 +129,9 @@ def stmt_lines(s, depth: int) -> list[Line]:
     if isinstance(s, ir.XReduce):
         pairs = [f"width={s.width}"] if s.width is not None else []
         return [Line(depth, f"allreduce {s.op} {format_ref(s.target)} over {s.var}{_attrs(pairs)}", s, "stmt")]
+    if isinstance(s, ir.Chain):
+        return [Line(depth, f"chain {s.op} {format_ref(s.target)} <- {format_ref(s.src)} over {s.var} via "
+                            f"{format_ref(s.status)}", s, "stmt")]
     if isinstance(s, ir.Sync):
         return [Line(depth, f"sync @{s.level.value}", s, "stmt")]
     if isinstance(s, ir.Parallel):

@@ -69,6 +69,7 @@ class KernelVerifier:
         self.diag = diag
         self.sizes = set(func.size_symbols())
         self.family: str | None = None
+        self.block_lo: dict[str, ir.Expr] = {}   # @block variable -> its lower bound (chain indices start at 0)
 
     def kernel(self, k: ir.Kernel) -> None:
         self.family = None
@@ -119,6 +120,8 @@ class KernelVerifier:
                 s.level == ir.ParLevel.thread and ir.ParLevel.warp in scope.levels):
             self.diag.error("@thread cannot be combined with @warp/@lane in one kernel", s.loc)
         self.bounds(s.lo, s.hi, scope, s.loc)
+        if s.level == ir.ParLevel.block:
+            self.block_lo[s.var] = s.lo
         inner = self.bind_var(s.var, s.level, scope, s.loc)
         inner.levels.append(s.level)
         for st in s.body:
@@ -373,6 +376,30 @@ class KernelVerifier:
             self.diag.error(f"unknown reduction '{s.op}'", s.loc)
         if s.width is not None and (s.width < 2 or s.width > 64 or s.width & (s.width - 1)):
             self.diag.error("allreduce width must be a power of two between 2 and 64", s.loc)
+
+    def _chain(self, s: ir.Chain, scope: Scope) -> None:
+        self._family("gpu", s.loc)
+        dst, src, st = (self.region(r, scope) for r in (s.target, s.src, s.status))
+        for r, buf in ((s.target, dst), (s.src, src)):
+            if buf is not None and (buf.level.off_chip or region_shape(r) not in ((1,), ())):
+                self.diag.error("chain combines one on-chip element: a [0:1] region of a @reg or @shared buffer",
+                                r.loc or s.loc)
+        if dst is not None and src is not None and dst.type.dtype != src.type.dtype:
+            self.diag.error(f"chain cannot convert {src.type.dtype.value} to {dst.type.dtype.value}", s.loc)
+        if src is not None and src.type.dtype.nbytes != 4:
+            self.diag.error(f"chain carries 32-bit values (f32, i32), not {src.type.dtype.value}: a status word "
+                            "holds a flag and the value", s.loc)
+        if st is not None and (not st.level.off_chip or st.type.dtype != ir.DType.i64 or
+                               region_shape(s.status) not in ((1,), ())):
+            self.diag.error("the chain's status is one element of an @global i64 tensor", s.status.loc or s.loc)
+        if scope.vars.get(s.var) != ir.ParLevel.block:
+            self.diag.error(f"chain must be over an enclosing @block variable, not '{s.var}'", s.loc)
+        elif not (isinstance(self.block_lo.get(s.var), ir.Const) and self.block_lo[s.var].value == 0):
+            self.diag.error(f"the @block variable '{s.var}' of a chain must start at 0", s.loc)
+        if ir.ParLevel.thread not in scope.levels:
+            self.diag.error("chain is reached by the threads of a block: put it inside the @thread scope", s.loc)
+        if s.op not in ("sum", "max", "min", "prod"):
+            self.diag.error(f"unknown chain operation '{s.op}' (sum, prod, max, min)", s.loc)
 
 
 def _reshaping(s: ir.Move, a, b, dst, src) -> bool:

@@ -110,4 +110,6 @@ def stmt_exprs(s) -> list:
         return [s.target, s.value]
     if isinstance(s, ir.XReduce):
         return [s.target]
+    if isinstance(s, ir.Chain):
+        return [s.target, s.src, s.status]
     return []

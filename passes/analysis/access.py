@@ -231,6 +231,14 @@ class _Walker:
         elif isinstance(s, ir.XReduce):
             accs = [self.acc(s.target, False), self.acc(s.target, True)]
             self.emit(s, "allreduce", accs, vars, conds, path, sloops)
+        elif isinstance(s, ir.Chain):
+            accs = [self.acc(s.src, False), self.acc(s.target, True)]
+            self.emit(s, "chain", accs, vars, conds, path, sloops)
+            # the status word: written once per block (by one thread; its predecessors' words are read under
+            # the chain's flags, which order them), so the instance has no thread variables
+            block_vars = [v for v in vars if v.level not in (ir.ParLevel.thread, ir.ParLevel.lane, ir.ParLevel.warp)]
+            self.emit(s, "chain-status", [self.acc(s.status, True)], block_vars, conds, path, sloops)
+            self.seg += 1   # a block-wide step: the emitted code has barriers around it
         elif isinstance(s, ir.Sync):
             self.emit(s, "sync", [], vars, conds, path, sloops)
             if s.level in BARRIER_LEVELS:

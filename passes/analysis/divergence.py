@@ -32,12 +32,14 @@ from gir.passes.analysis.races import INNER
 def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
     out = []
     for ins in ki.instrs:
-        if ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS:
+        chain = ins.kind == "chain"   # a chain waits for every thread of its block, as a barrier does
+        if not chain and (ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS):
             continue
         status, model = _diverges(ins, ctx, set(ins.par_vars(*INNER)))
+        what, level = ("chain", "block") if chain else (f"sync @{ins.stmt.level.value}", ins.stmt.level.value)
         if status == "sat":
-            out.append(make("barrier", f"sync @{ins.stmt.level.value} under a condition that differs between "
-                            f"threads of one {ins.stmt.level.value}", ins, model, names=_shown(ki, ins),
+            out.append(make("barrier", f"{what} under a condition that differs between "
+                            f"threads of one {level}", ins, model, names=_shown(ki, ins),
                             notes=["thread 1 reaches the barrier and thread 2 does not (or the other way round)"]))
         elif status == "unknown":
             out.append(make("barrier", "could not prove the barrier block-uniform (timeout)", ins,

@@ -52,6 +52,15 @@ static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
 static inline int2 make_int2(int x, int y) { return {x, y}; }
 static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 
+// ------------------------------------------------------------------ atomics
+// Blocks run one after another (launch() below), so an exchange needs no lock; a chain's look-back
+// (codegen/cstyle.py CHAIN_HELPERS) finds its predecessors' status words already written.
+static inline unsigned long long atomicExch(unsigned long long* a, unsigned long long v) {
+  unsigned long long old = *a;
+  *a = v;
+  return old;
+}
+
 // ------------------------------------------------------------------ 16-bit floats
 // Raw 16-bit storage like CUDA's classes; conversions round to nearest even.
 struct __half {

@@ -14,6 +14,7 @@ import numpy as np
 from gir import ir
 from gir.affine import free_vars
 from gir.errors import GirError
+from gir.scan import identity
 from gir.targets.sim.races import Tracker
 from gir.targets.sim.stats import KernelStats, count_sectors
 from gir.targets.sim.values import IDENTITY, Buf, Region, Values, fit
@@ -44,6 +45,7 @@ class KernelExec(Values):
         self.slice_cache: dict = {}
         self.family = "gpu"
         self.ws = runner.warp_size
+        self.chains: dict = {}   # chain statement -> {other grid coordinates: (next block, combined aggregates)}
 
     # ------------------------------------------------------------- driver
     def run(self) -> KernelStats:
@@ -272,6 +274,51 @@ class KernelExec(Values):
         red = np.broadcast_to(red, x.shape).reshape(outer, groups * width, inner, reg.k)[:, :ext]
         self.write(reg, red.reshape(n, reg.k)[self.instances()].reshape((self.n_act,) + reg.rshape))
         self.runner.instr_stats(self.kernel, s, "allreduce", "").executions += self.n_act // max(1, width)
+
+    def _chain(self, s: ir.Chain) -> None:
+        """Every block of the chunk gets the combination of its chain's earlier aggregates (blocks of one chain
+        run in order of the chain variable: earlier chunks hold the earlier blocks, or this one does); one status
+        word written and one read per block (the look-back of a GPU reads its predecessor's word)."""
+        self.prepare()
+        n0 = self.frames[0].n
+        act, ex = self.active.reshape(n0, -1), self.frames[-1].exists.reshape(n0, -1)
+        if (act.any(1) & (ex & ~act).any(1)).any():
+            raise GirError("chain divergence: the chain is reached by some threads of a block but not by others",
+                           s.loc, ["a chain must be under block-uniform control flow"])
+        inst, per = self.instances(), self.per_block()
+        brow = inst // per
+        src = self.region(s.src)
+        vals = np.asarray(self.read(src)).reshape(self.n_act, -1)[:, 0]
+        rows, first = np.unique(brow, return_index=True)
+        agg = vals[first]
+        if not np.array_equal(vals, agg[np.searchsorted(rows, brow)], equal_nan=True):
+            raise GirError("the chain's operand differs between the threads of a block", s.loc)
+        g = np.broadcast_to(self.env[s.var], (self.frames[-1].n,))[inst][first]
+        keys = [np.broadcast_to(self.env[v], (self.frames[-1].n,))[inst][first] for v, _, _ in self.grid
+                if v != s.var]
+        state = self.chains.setdefault(id(s), {})
+        dt = src.buf.dtype
+        ident = dt.numpy.type(identity(f"cum{s.op}", dt.is_float, dt.numpy))
+        combine = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[s.op]   # NaN wins
+        out = np.empty(len(rows), dt.numpy)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for b in np.lexsort([g] + keys[::-1]):
+                key = tuple(int(k[b]) for k in keys)
+                nxt, acc = state.get(key, (0, ident))
+                if int(g[b]) != nxt:
+                    raise GirError(f"chain over '{s.var}': block {int(g[b])} of a chain reaches it before block "
+                                   f"{nxt} (a block of the chain skips it)", s.loc)
+                out[b] = acc
+                state[key] = (nxt + 1, dt.numpy.type(combine(acc, agg[b])))
+        dst = self.region(s.target)
+        self.write(dst, out[np.searchsorted(rows, brow)].reshape((self.n_act,) + dst.rshape))
+        stats = self.runner.instr_stats(self.kernel, s, "chain", s.status.name)
+        stats.executions += len(rows)
+        stats.sectors += len(rows) + int((g > 0).sum())
+        self.stats.global_write_bytes += 32 * len(rows)
+        self.stats.useful_write_bytes += 8 * len(rows)
+        self.stats.global_read_bytes += 32 * int((g > 0).sum())
+        self.stats.useful_read_bytes += 8 * int((g > 0).sum())
 
     def _assign(self, s: ir.Assign) -> None:
         self.prepare()
