@@ -35,6 +35,7 @@ from gir.scan import scan_of
 MAX_THREADS = 256
 ROW_BATCH = 8           # scan-rows: at most this many rows per block share the loads of a broadcast operand
 SHARED_SLACK = 1024     # bytes of the block's default shared memory left unused by the stash and the cache
+MAX_CHUNKS = 8          # scan-chained: chunks of T x VEC elements per segment (one block each)
 
 
 def scan_units(unit) -> bool:
@@ -70,6 +71,7 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
             remarks.append(f"{names}: scans along '{p.axis}' in both directions run as two kernels (a thread walks "
                            f"a column serially and does not hold it), each reading the operands they share")
         plan = {}
+        chained = None
     else:
         threads = min(MAX_THREADS, max(m.warp, _pow2(-(-extent // VEC))))
         lanes_used = 1.0
@@ -77,9 +79,12 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         kind, team, lanes, c = "scan-rows", "block", p.axis, None
         plan = _row_plan(g, scans, slices, extent, threads, hints, m)
         ways = [scans]
-        if slices < m.sms:
+        chained = _chain_plan(scans, slices, extent, threads, hints, m)
+        if isinstance(chained, dict):
+            chained_cand = _chained_candidate(g, scans, chained, threads, slices, comp, m, s, p)
+        elif slices < m.sms:
             remarks.append(f"{names}: the scan along '{p.axis}' has {slices} row(s) and runs on {slices} block(s) "
-                           f"(single-block scan per row, no look-back across blocks); parallelism is limited to "
+                           f"(single-block scan per row: {chained}); parallelism is limited to "
                            f"{slices * threads} threads")
         if plan["rereads"]:
             remarks.append(f"{names}: the reverse pass keeps the first {plan['stash']} values of a row in shared "
@@ -103,7 +108,57 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
     est = {"mapping": kind}
     if remarks:
         est["remark"] = "; ".join(remarks)
-    return [Candidate(dec, kind, seconds, comp, 0.0, comp, emit, None, est)]
+    out = [Candidate(dec, kind, seconds, comp, 0.0, comp, emit, None, est)]
+    if isinstance(chained, dict):
+        out.append(chained_cand)
+    return out
+
+
+def _chain_plan(scans: list[ScanStmt], slices: int, extent: int, threads: int, hints: dict[str, int], m):
+    """scan-chained: rows cut into segments of C chunks (C x T x VEC elements) chained across blocks, when the
+    rows alone leave SMs idle. C is the largest power of two up to MAX_CHUNKS that keeps 2 blocks per SM busy
+    and fits the segments in the block's default shared memory. A dict, or why not (a string)."""
+    if slices >= m.sms:
+        return "enough rows"
+    if len({x.p.reverse for x in scans}) > 1:
+        return "siblings in both directions do not chain in one order"
+    wide = [x for x in scans if x.acc.nbytes != 4]
+    if wide:
+        return f"the {wide[0].acc.value} running value does not fit a 64-bit status word with its flag"
+    if len(scans[0].s.out_vars) - 1 > MAX_GRID - 1:
+        return "more than two other axes"
+    chunk = threads * VEC
+    if extent <= chunk:
+        return "the row fits one chunk"
+    per_elem = sum(x.acc.nbytes for x in scans)
+    room = m.smem_per_block_default - SHARED_SLACK - sum((chunk + threads) * x.acc.nbytes for x in scans)
+    C = MAX_CHUNKS
+    while C > 1 and (C * chunk * per_elem > room or slices * -(-extent // (C * chunk)) < 2 * m.sms):
+        C //= 2
+    if C * chunk * per_elem > room:
+        return "a segment does not fit shared memory"
+    return {"chunks": C, "segs": -(-extent // (C * chunk))}
+
+
+def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slices: int, comp: float, m, s, p):
+    segs, C = plan["segs"], plan["chunks"]
+    blocks = slices * segs
+    util = min(1.0, blocks * threads / (m.sms * 1024.0))
+    status = 8.0 * blocks * len(scans)
+    traffic = comp + 3 * status          # zeroed, written, read by the successor's look-back
+    seconds = traffic / m.dram_bw / max(util * 0.85, 1e-3) + 2 * m.launch_s
+    others = tuple(v for v in s.out_vars if v != p.axis)
+    dec = Decision("scan", blocks=others + ("segment",), lanes=p.axis, loops=(p.axis,), team="block",
+                   threads=threads, vec=VEC, reduction=" ".join(f"{x.p.op} {x.p.form()} chained" for x in scans),
+                   notes={"mapping": "scan-chained", "segments": f"{segs} of {C * threads * VEC} elements"})
+
+    def emit(name: str) -> Emitted:
+        kt = KernelText(g, scans, threads)
+        init = f"{name}_init"
+        return Emitted([kt.init_text(name, init, segs), KernelText(g, scans, threads).chained(name, C, segs)],
+                       kt.status_allocs(name, segs), [init, name])
+
+    return Candidate(dec, "scan-chained", seconds, traffic, 0.0, comp, emit, None, {"mapping": "scan-chained"})
 
 
 def plan_args(plan: dict) -> dict:

@@ -25,6 +25,7 @@ from gir.passes.builtin.exprs import map_expr, refs, var_names
 MAX_GRID = 3            # grid dimensions; further non-scan axes are walked by each thread
 VEC = 4                 # elements each thread scans serially per chunk (rows)
 REGS = "@regs"          # placeholder line: operand registers are allocated there once the body is written
+CHAIN_OP = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
 
 
 def acc_dtype(g, s) -> ir.DType:
@@ -56,6 +57,11 @@ class ScanStmt:
 
     def var_at(self, pos: int) -> str:
         return self.s.out_vars[pos]
+
+
+def status_name(kernel: str, sc: ScanStmt) -> str:
+    """The @global status words of statement sc's chains in the chained kernel `kernel` (unique per kernel)."""
+    return f"_{kernel}_cs{sc.k}"
 
 
 class KernelText:
@@ -262,15 +268,82 @@ class KernelText:
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
         return self.finish()
 
+    def chained(self, name: str, chunks: int, segs: int) -> str:
+        """Rows cut into `segs` segments of `chunks` chunks, one block each (the segment axis `_gs` innermost on
+        the grid): a block scans its segment into `_seg`, gets the combination of the segments before it through
+        `chain` (one status word per block in status_name(), zeroed by init_text()) and stores prefix (+) value. Every
+        statement walks in one direction (the caller checks); at most MAX_GRID - 1 other positions."""
+        T, V = self.T, VEC
+        positions = [i for i in range(self.n) if i != self.pos]
+        reverse = self.scans[0].p.reverse
+        self.open(f"kernel {name}")
+        env = self.grid(positions)
+        self.open(f"parallel _gs in 0..{segs} @block")
+        L = chunks * T * V
+        for sc in self.scans:
+            self.line(f"alloc _sh{sc.k}: {sc.acc.value}[{T * V}] @shared")
+            self.line(f"alloc _tot{sc.k}: {sc.acc.value}[{T}] @shared")
+            self.line(f"alloc _seg{sc.k}: {sc.acc.value}[{L}] @shared")
+        self.open(f"parallel _t in 0..{T} @thread")
+        self.line(REGS)
+        self.scratch((("_loc", V), ("_a", 1), ("_b", 1), ("_carry", 1), ("_pre", 1)))
+        self.row_pass(self.scans, env, reverse, {}, chunks=chunks)
+        at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs"])
+        for sc in self.scans:
+            self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _carry{sc.k}[0:1] over _gs via "
+                      f"{status_name(name, sc)}[{at}]")
+        self.line("sync @block")
+        self.open(f"for _c in 0..{chunks}")
+        self.open(f"for _e in 0..{V}")
+        q = f"{L} * _gs + {T * V} * _c + {T} * _e + _t"
+        a = f"{self.S} - 1 - ({q})" if reverse else q
+        for sc in self.scans:
+            k, at = sc.k, f"{T * V} * _c + {T} * _e + _t"
+            self.line(f"copy _v{k}[0:1] <- _seg{k}[{at}:{at} + 1]")
+            self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
+            self.store(sc, env, a, f"_v{k}[0:1]")
+        self.close(2 + 1 + 1 + len(positions) + 1)
+        return self.finish()
+
+    def status_allocs(self, name: str, segs: int) -> list[str]:
+        """One status word per block: [the other positions' extents..., segments] (a block's predecessors in
+        its chain are the words just before it)."""
+        dims = [str(self.extent(i)) for i in range(self.n) if i != self.pos] + [str(segs)]
+        return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims)}] @global" for sc in self.scans]
+
+    def init_text(self, name: str, kernel: str, segs: int) -> str:
+        """The kernel that zeroes the chains' status words before the scan kernel runs."""
+        T = 256
+        self.lines, self.depth = [], 0
+        self.open(f"kernel {kernel}")
+        positions = [i for i in range(self.n) if i != self.pos]
+        for k, i in enumerate(positions):
+            self.open(f"parallel _g{k} in 0..{self.extent(i)} @block")
+        self.open(f"parallel _gz in 0..cdiv({segs}, {T}) @block")
+        self.open(f"parallel _t in 0..{T} @thread")
+        self.line("alloc _z: i64[1] @reg")
+        self.line("_z[0:1] = 0")
+        at = ", ".join([f"_g{k}" for k in range(len(positions))] + [f"{T} * _gz + _t:{T} * _gz + _t + 1"])
+        for sc in self.scans:
+            self.line(f"store {status_name(name, sc)}[{at}] <- _z[0:1] with mask")
+        self.close(3 + len(positions))
+        return "\n".join(self.lines)
+
     def row_pass(self, group: list[ScanStmt], env: dict[int, str], reverse: bool, cache: dict,
-                 out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0) -> None:
+                 out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0, chunks: int = 0) -> None:
         """One walk over the row in chunks scanning `group`; `out`: (reverse) statements whose values are
-        stashed at their position while walking forward; `into`: statements read back from the stash."""
+        stashed at their position while walking forward; `into`: statements read back from the stash.
+        `chunks` > 0: the block's segment only (`chunks` chunks from position L * _gs), its scanned values kept
+        in `_seg` (chained() adds the prefix of the segments before it)."""
         T, V, S = self.T, VEC, self.S
         for sc in group:
             self.line(f"_carry{sc.k}[0:1] = {sc.ident}")
-        self.open(f"for _c in 0..cdiv({S}, {T * V})")
-        q = f"{T * V} * _c + {T} * _e + _t"
+        if chunks:
+            self.open(f"for _c in 0..{chunks}")
+            q = f"{chunks * T * V} * _gs + {T * V} * _c + {T} * _e + _t"
+        else:
+            self.open(f"for _c in 0..cdiv({S}, {T * V})")
+            q = f"{T * V} * _c + {T} * _e + _t"
         a = f"{S} - 1 - ({q})" if reverse else q
         self.open(f"for _e in 0..{V}")
         self.held = {}
@@ -340,10 +413,17 @@ class KernelText:
                 self.close()
             else:
                 self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_loc{k}[_e:_e + 1]')}")
-            self.line(f"copy _sh{k}[{V} * _t + _e:{V} * _t + _e + 1] <- _v{k}[0:1]")
+            if chunks:
+                at = f"{T * V} * _c + {V} * _t + _e"
+                self.line(f"copy _seg{k}[{at}:{at} + 1] <- _v{k}[0:1]")
+            else:
+                self.line(f"copy _sh{k}[{V} * _t + _e:{V} * _t + _e + 1] <- _v{k}[0:1]")
             self.close()
             self.line(f"copy _a{k}[0:1] <- _tot{k}[{T - 1}:{T}]")
             self.line(f"_carry{k}[0:1] = {sc.combine(f'_carry{k}[0:1]', f'_a{k}[0:1]')}")
+        if chunks:   # the segment's values stay in _seg; the chunk loop's barriers order _sh and _tot
+            self.close()
+            return
         self.line("sync @block")
         self.open(f"for _e in 0..{V}")
         for sc in group:

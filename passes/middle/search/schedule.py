@@ -129,7 +129,7 @@ class _Choice:
 def unit_candidates(g: FuncGraph, unit: Unit, target: str, m, hints, opts) -> list[Candidate]:
     out: list[Candidate] = []
     if scan.scan_units(unit):  # cumsum & co.: the scan recipe (the reference mapping cannot print a scan)
-        return scan.candidates(g, unit, m, hints)
+        return rank(scan.candidates(g, unit, m, hints))
     if unit.all_forwarded(g):
         team = set(unit.group.team)
         for rg in rows.row_groups(g, unit.stmts, None if unit.peeled else team, unit.group.varmap):
