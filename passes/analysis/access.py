@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from gir import ir
+from gir.affine import free_vars
 from gir.errors import GirError
 from gir.verify_kernel import Buffer
 from gir.passes.analysis import isl_helpers as ih
@@ -153,7 +154,7 @@ class KernelInfo:
 
 
 def slice_len(s: ir.Slice) -> int:
-    from gir.affine import slice_extent
+    from gir.affine import free_vars, slice_extent
     n = slice_extent(s.start, s.stop)
     if n is None:
         raise GirError("slice length must be a constant (stop - start)", s.loc)
@@ -236,8 +237,10 @@ class _Walker:
             self.emit(s, "chain", accs, vars, conds, path, sloops)
             # the status word: written once per block (by one thread; its predecessors' words are read under
             # the chain's flags, which order them), so the instance has no thread variables
-            block_vars = [v for v in vars if v.level not in (ir.ParLevel.thread, ir.ParLevel.lane, ir.ParLevel.warp)]
-            self.emit(s, "chain-status", [self.acc(s.status, True)], block_vars, conds, path, sloops)
+            inner = {v.name for v in vars if v.level in (ir.ParLevel.thread, ir.ParLevel.lane, ir.ParLevel.warp)}
+            block_vars = [v for v in vars if v.name not in inner]
+            block_conds = [c for c in conds if not (free_vars(c) & inner)]   # (a thread-dependent one: check_barriers)
+            self.emit(s, "chain-status", [self.acc(s.status, True)], block_vars, block_conds, path, sloops)
             self.seg += 1   # a block-wide step: the emitted code has barriers around it
         elif isinstance(s, ir.Sync):
             self.emit(s, "sync", [], vars, conds, path, sloops)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gir import ir
 from gir.shapes import KNOWN_FUNCS
 
-KEYWORDS = {"func", "kernel", "alloc", "load", "store", "copy", "allreduce", "over", "sync", "parallel",
+KEYWORDS = {"func", "kernel", "alloc", "load", "store", "copy", "allreduce", "over", "chain", "via", "sync", "parallel",
             "in", "step", "for", "if", "else", "with", "or", "and", "not", "inf", "nan", "true", "false"}
 BINOPS = ("+", "-", "*", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or")
 
@@ -71,8 +71,9 @@ moves = st.builds(ir.Move, st.sampled_from(["load", "store", "copy"]), refs, ref
                   st.sampled_from([1, 2, 4, 8, 16]), st.booleans(), others)
 xreduces = st.builds(ir.XReduce, st.sampled_from(["sum", "max", "min", "prod"]), refs, names,
                      st.one_of(st.none(), st.sampled_from([2, 4, 8, 16, 32])))
+chains = st.builds(ir.Chain, st.sampled_from(["sum", "max", "min", "prod"]), refs, refs, names, refs)
 syncs = st.builds(ir.Sync, st.sampled_from(list(ir.ParLevel)))
-simple_stmts = st.one_of(assigns, allocs, moves, xreduces, syncs)
+simple_stmts = st.one_of(assigns, allocs, moves, xreduces, chains, syncs)
 
 
 def _nest(body):

@@ -1,0 +1,176 @@
+"""Scans over rows too few to fill the GPU (passes/middle/search/scan.py `scan-chained`): a row is cut into
+segments of whole chunks, one block each, chained across blocks by `chain` (a decoupled look-back on the GPU;
+docs/explicit-layer.md). Values against numpy for every op and form, element types, sizes 1 / primes / chunk
+boundaries, on the SIMT simulator and on the CUDA emulator running the emitted CUDA; traffic counted by the
+simulator; the simulator's and the checks' view of a broken chain; the CUDA/HIP text compiles
+(tests/gpu_codegen/kernels/chain_prefix.gir)."""
+import numpy as np
+import pytest
+
+from gir import ir
+from gir.errors import GirError
+from gir.parser import parse_text
+from gir.passes.middle import lower_module
+from gir.rounding import rounding_bound
+from gir.targets.sim.run import run_func
+from gir.verifier import verify_module
+
+from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference, compare
+
+
+def _program(op, dtype, shape, exclusive, reverse, weighted=False):
+    names = "abc"[:len(shape)]
+    dims = ", ".join(f"D{k}" for k in range(len(shape)))
+    idx = ", ".join(names)
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    operand = f"x[{idx}]" + (f" * w[{names[-1]}]" if weighted else "")
+    if op == "cumprod" and dtype != "i32":
+        operand = f"1.0 + {operand} * 0.001"
+    src = (f"func f(x: {dtype}[{dims}], w: {dtype}[D{len(shape) - 1}]) -> (y: {dtype}[{dims}]) {{\n"
+           f"  y[{idx}] = {op}({operand}, {names[-1]}{flags})\n}}\n")
+    return parse_text(src), {f"D{k}": n for k, n in enumerate(shape)}
+
+
+def _expected(op, dtype, x, w, exclusive, reverse, weighted):
+    e = x.astype(np.int32 if dtype == "i32" else np.float64)
+    if weighted:
+        e = e * w.astype(e.dtype)
+    if op == "cumprod" and dtype != "i32":
+        e = 1.0 + e * 0.001
+    return _reference(op, e, x.ndim - 1, exclusive, reverse, dtype)
+
+
+def _run(op, dtype, shape, exclusive=0, reverse=0, weighted=False, seed=0, target="sim"):
+    module, sizes = _program(op, dtype, shape, exclusive, reverse, weighted)
+    rng = np.random.default_rng(seed)
+    x, w = _inputs(dtype, shape, rng, op), _inputs(dtype, shape[-1:], rng, op)
+    if dtype == "i32" and op == "cumprod":
+        x = np.where(np.abs(x) > 1, 1, x).astype(np.int32)
+    low = lower_module(module, "cuda", {"sizes": sizes})
+    f = low.funcs[0]
+    if target == "sim":
+        res = run_func(f, {"x": x, "w": w}, sizes)
+    else:
+        from gir.targets.cuda_emu.run import available, run_func as emu
+        if not available():
+            pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
+        res = emu(f, {"x": x, "w": w}, sizes=sizes)
+    want = _expected(op, dtype, x, w, exclusive, reverse, weighted)
+    bound = rounding_bound(module.funcs[0], {"x": x, "w": w}, sizes)["y"]
+    v = compare(res.outputs["y"], want, ir.DType(dtype), bound)
+    assert v.passed, (op, dtype, shape, exclusive, reverse, v.reason)
+    return f, res
+
+
+def _chained(f) -> bool:
+    from gir.walk import walk_stmts
+    return any(isinstance(s, ir.Chain) for k in f.kernels for s in walk_stmts(k.body))
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin"])
+@pytest.mark.parametrize("exclusive,reverse", FORMS)
+def test_every_op_and_form_1d(op, exclusive, reverse):
+    f, _ = _run(op, "f32", (9001,), exclusive, reverse)
+    assert _chained(f)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "i32"])
+@pytest.mark.parametrize("op", ["cumsum", "cummax"])
+def test_element_types(dtype, op):
+    f, _ = _run(op, dtype, (2, 5003), 1, 0, weighted=True)
+    assert _chained(f)
+
+
+@pytest.mark.parametrize("shape,chained", [((1025,), False), ((2048,), False), ((4099,), True), ((3, 1031), False),
+                                           ((1, 70001), True), ((2, 3, 3001), True), ((3, 2, 1), False)])
+def test_sizes_at_chunk_boundaries(shape, chained):
+    """Rows of two chunks or fewer stay on one block: the estimate counts the second launch (the zeroing
+    kernel) against the few idle SMs."""
+    f, _ = _run("cumsum", "f32", shape, 0, 1, weighted=True)
+    assert _chained(f) == chained
+
+
+@pytest.mark.parametrize("shape", [(1,), (1024,), (7, 1)])
+def test_one_chunk_rows_keep_one_block(shape):
+    f, _ = _run("cumsum", "f32", shape)
+    assert not _chained(f)
+
+
+@pytest.mark.parametrize("op,exclusive,reverse", [("cumsum", 0, 0), ("cummin", 1, 1), ("cumprod", 0, 1)])
+def test_cuda_emulator_runs_the_emitted_look_back(op, exclusive, reverse):
+    f, _ = _run(op, "f32", (2, 6007), exclusive, reverse, weighted=True, target="cuda_emu")
+    assert _chained(f)
+
+
+def test_traffic_of_a_long_1d_scan():
+    """A 1-D scan of 2^20 elements: 256 segments, each element read and written once (status words aside)."""
+    f, res = _run("cumsum", "f32", (1 << 20,))
+    assert len([k for k in f.kernels]) == 2
+    assert res.stats.total.global_bytes <= 1.01 * 2 * 4 * (1 << 20)
+
+
+def test_f64_stays_on_one_block_and_says_why():
+    from gir.passes.base import PassContext
+    module, sizes = _program("cumsum", "f64", (5000,), 0, 0)
+    ctx = PassContext(target="sim")
+    from gir.passes.middle import run_default
+    low, ctx = run_default(module, "sim", {"sizes": sizes}, ctx)
+    assert not _chained(low.funcs[0])
+    text = " ".join(r.message for r in ctx.remarks if r.kind == "missed")
+    assert "f64 running value does not fit a 64-bit status word" in text
+
+
+def test_mixed_directions_stay_on_one_block():
+    src = ("func f(x: f32[N]) -> (a: f32[N], b: f32[N]) {\n  a[i] = cumsum(x[i], i)\n"
+           "  b[i] = cumsum(x[i], i, reverse=1)\n}\n")
+    low = lower_module(parse_text(src), "sim", {"sizes": {"N": 5000}})
+    assert not _chained(low.funcs[0])
+
+
+CHAIN = """func f(x: f32[B]) -> (y: f32[B]) {
+  alloc cs: i64[B] @global
+  kernel k {
+    parallel g in 0..B @block {
+      alloc sh: f32[1] @shared
+      parallel t in 0..32 @thread {
+        alloc a: f32[1] @reg
+        alloc p: f32[1] @reg
+        copy a[0:1] <- sh[0:1]
+        %s
+        if t == 0 {
+          store y[g:g + 1] <- p[0:1]
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_simulator_chain_values_and_order():
+    m = parse_text(CHAIN % "a[0:1] = 1.0\n        chain sum p[0:1] <- a[0:1] over g via cs[g]")
+    verify_module(m)
+    res = run_func(m.funcs[0], {"x": np.zeros(300, np.float32)}, {"B": 300})
+    assert np.array_equal(res.outputs["y"], np.arange(300, dtype=np.float32))
+
+
+def test_simulator_refuses_a_chain_skipped_by_a_block():
+    body = "a[0:1] = 1.0\n        if g != 3 {\n          chain sum p[0:1] <- a[0:1] over g via cs[g]\n        }"
+    m = parse_text(CHAIN % body)
+    with pytest.raises(GirError, match="block 4 of a chain reaches it before block 3"):
+        run_func(m.funcs[0], {"x": np.zeros(8, np.float32)}, {"B": 8})
+
+
+def test_simulator_refuses_a_chain_operand_that_differs_in_a_block():
+    m = parse_text(CHAIN % "a[0:1] = f32(t)\n        chain sum p[0:1] <- a[0:1] over g via cs[g]")
+    with pytest.raises(GirError, match="differs between the threads of a block"):
+        run_func(m.funcs[0], {"x": np.zeros(8, np.float32)}, {"B": 8})
+
+
+def test_check_refuses_a_chain_under_a_thread_condition():
+    from gir.passes.analysis.checks import check_kernel
+    m = parse_text(CHAIN % "a[0:1] = 1.0\n        if t < 5 {\n          chain sum p[0:1] <- a[0:1] over g via cs[g]\n"
+                           "        }")
+    f = m.funcs[0]
+    errors = [d.message for d in check_kernel(f, f.kernels[0], "cuda") if d.severity == "error"]
+    assert any("chain under a condition that differs between threads of one block" in e for e in errors), errors
