@@ -52,10 +52,10 @@ static __device__ __forceinline__ double gir_gelu_tanh(double x) {
 }
 """
 
-# `chain OP dst <- src over g via st[k]` (a single-pass scan across blocks): thread 0 of block g of the chain
-# publishes the block's aggregate in its 64-bit status word (flag 1), combines the words of blocks g-1, g-2, ...
-# until one holds an inclusive prefix (flag 2), publishes its own inclusive prefix (flag 2) and returns the
-# exclusive one. A word is (flag << 32) | the value's bits, written by one atomic exchange and read by one
+# `chain OP dst <- src over g via st[k]` (a single-pass scan across blocks): block g of the chain (thread 0, or
+# every thread for a chain per thread) publishes its aggregate in its 64-bit status word (flag 1), combines the
+# words of blocks g-1, g-2, ... (`stride` words apart) until one holds an inclusive prefix (flag 2), publishes its
+# own inclusive prefix (flag 2) and returns the exclusive one. A word is (flag << 32) | the value's bits, written by one atomic exchange and read by one
 # volatile load, so a flag never arrives without its value. The words start at 0 (a kernel zeroes them first).
 # Blocks wait only on blocks of lower index, which the hardware starts first (as CUB's single-pass scan assumes).
 CHAIN_HELPERS = """\
@@ -65,7 +65,7 @@ static __device__ __forceinline__ unsigned gir_chain_bits(int v) { gir_chain_wor
 static __device__ __forceinline__ void gir_chain_get(unsigned u, float* v) { gir_chain_word w; w.u = u; *v = w.f; }
 static __device__ __forceinline__ void gir_chain_get(unsigned u, int* v) { gir_chain_word w; w.u = u; *v = w.i; }
 template <typename T, typename F>
-static __device__ T gir_chain(long long* status, long long k, T agg, T ident, F op) {
+static __device__ T gir_chain(long long* status, long long k, long long stride, T agg, T ident, F op) {
   unsigned long long* st = (unsigned long long*)status;
   if (k == 0) {
     atomicExch(st, (2ull << 32) | gir_chain_bits(agg));
@@ -76,7 +76,7 @@ static __device__ T gir_chain(long long* status, long long k, T agg, T ident, F 
   for (long long j = 1; j <= k; ++j) {
     unsigned long long w;
     do {
-      w = *(volatile unsigned long long*)(st - j);
+      w = *(volatile unsigned long long*)(st - j * stride);
     } while ((w >> 32) == 0ull);
     T v;
     gir_chain_get((unsigned)w, &v);
@@ -94,10 +94,18 @@ static __device__ __forceinline__ float gir_chain_low(float) { return -__builtin
 static __device__ __forceinline__ int gir_chain_low(int) { return (int)0x80000000u; }
 static __device__ __forceinline__ float gir_chain_high(float) { return __builtin_huge_valf(); }
 static __device__ __forceinline__ int gir_chain_high(int) { return 0x7fffffff; }
-template <typename T> static __device__ T gir_chain_sum(long long* s, long long k, T a) { return gir_chain(s, k, a, (T)0, gir_chain_op_add()); }
-template <typename T> static __device__ T gir_chain_prod(long long* s, long long k, T a) { return gir_chain(s, k, a, (T)1, gir_chain_op_mul()); }
-template <typename T> static __device__ T gir_chain_max(long long* s, long long k, T a) { return gir_chain(s, k, a, gir_chain_low(a), gir_chain_op_max()); }
-template <typename T> static __device__ T gir_chain_min(long long* s, long long k, T a) { return gir_chain(s, k, a, gir_chain_high(a), gir_chain_op_min()); }
+template <typename T> static __device__ T gir_chain_sum(long long* s, long long k, T a, long long d) {
+  return gir_chain(s, k, d, a, (T)0, gir_chain_op_add());
+}
+template <typename T> static __device__ T gir_chain_prod(long long* s, long long k, T a, long long d) {
+  return gir_chain(s, k, d, a, (T)1, gir_chain_op_mul());
+}
+template <typename T> static __device__ T gir_chain_max(long long* s, long long k, T a, long long d) {
+  return gir_chain(s, k, d, a, gir_chain_low(a), gir_chain_op_max());
+}
+template <typename T> static __device__ T gir_chain_min(long long* s, long long k, T a, long long d) {
+  return gir_chain(s, k, d, a, gir_chain_high(a), gir_chain_op_min());
+}
 """
 
 

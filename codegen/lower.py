@@ -364,23 +364,34 @@ class KernelLowerer:
         return [C.Block(tuple(pre + writes))] if pre else writes
 
     def chain(self, s: ir.Chain, ctx: Ctx) -> list[C.CStmt]:
-        """Thread 0 of the block runs the decoupled look-back (`gir_chain_OP`, cstyle.CHAIN_HELPERS) on the
-        status word and leaves the exclusive prefix in a shared slot, which every thread then reads."""
+        """`gir_chain_OP(word, g, value, stride)` (cstyle.CHAIN_HELPERS) runs the decoupled look-back: in every
+        thread for a chain per thread (the status index names a thread variable), else in thread 0, which leaves
+        the block's exclusive prefix in a shared slot that every thread reads between two barriers."""
         if not ctx.in_threads or ctx.guarded:
             raise GirError("chain must be reached by every thread of the block (inside an unguarded @thread scope)",
                            s.loc)
         src, dst, st = self.region(s.src), self.region(s.target), self.region(s.status)
-        slot = self.fresh("chain")
-        self.shared.append(C.Decl(src.buf.dtype, slot, size=1, space="shared"))
         self.uses_chain = True
-        at = C.Index(slot, C.Num(0))
+        stride: C.CExpr = C.Num(0)
+        for d, ix in enumerate(s.status.index):
+            aff = to_affine(ix.start if isinstance(ix, ir.Slice) else ix)
+            coeff = aff.coeffs.get(s.var, 0) if aff is not None else 0
+            stride = add(mul(stride, st.buf.dim(d)), C.Num(coeff))
         call = C.Call(f"gir_chain_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
                                             C.Cast("i64", index_expr(ir.Var(s.var))),
-                                            C.Index(src.buf.cname, src.offset((0,) * len(src.shape)))))
+                                            C.Index(src.buf.cname, src.offset((0,) * len(src.shape))),
+                                            C.Cast("i64", stride)))
+        to = C.Index(dst.buf.cname, dst.offset((0,) * len(dst.shape)))
+        if set(ctx.thread_vars) & {n for i in s.status.index for n in free_vars(
+                i.start if isinstance(i, ir.Slice) else i)}:
+            return [C.Assign(to, call)]
+        slot = self.fresh("chain")
+        self.shared.append(C.Decl(src.buf.dtype, slot, size=1, space="shared"))
+        at = C.Index(slot, C.Num(0))
         first = [C.Bin("==", C.Special("thread_idx", d), C.Num(0)) for d in range(3) if self.block[d] > 1]
         publish = C.Assign(at, call)
-        return [C.If(conj(first), (publish,)) if first else publish, C.Barrier("block"),
-                C.Assign(C.Index(dst.buf.cname, dst.offset((0,) * len(dst.shape))), at), C.Barrier("block")]
+        return [C.If(conj(first), (publish,)) if first else publish, C.Barrier("block"), C.Assign(to, at),
+                C.Barrier("block")]
 
     def allreduce(self, s: ir.XReduce, ctx: Ctx) -> list[C.CStmt]:
         info = ctx.thread_vars.get(s.var)

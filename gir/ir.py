@@ -220,11 +220,13 @@ class XReduce:
 @dataclass(frozen=True)
 class Chain:
     """A chained scan across the blocks of a grid axis (single-pass, decoupled look-back on the GPU):
-    `chain sum p[0:1] <- a[0:1] over g via st[k]`. Every thread of block g (g = 0, 1, ... of the @block variable
-    `var`; the other grid coordinates name independent chains) reaches it with the same `src` value, the block's
-    aggregate; `target` receives the `op` combination of the aggregates of blocks 0 .. g - 1 of its chain (the
-    identity for block 0). `status` is this block's 64-bit status word in an @global i64 tensor, zeroed before
-    the launch; the words of blocks 0 .. g - 1 of the chain are the g elements before it."""
+    `chain sum p[0:1] <- a[0:1] over g via st[k]`. Block g (g = 0, 1, ... of the @block variable `var`; the other
+    grid coordinates name independent chains) reaches it with `src`, its aggregate; `target` receives the `op`
+    combination of the aggregates of the earlier blocks 0 .. g - 1 of its chain (the identity in block 0).
+    `status` is the block's 64-bit status word, one element of an @global i64 tensor that is zero when the kernel
+    starts; the earlier blocks' words are `status` with `var` replaced by 0 .. g - 1. When the index of `status`
+    uses a @thread variable, every thread has a chain of its own (its own `src`); otherwise the block has one and
+    `src` is the same in every thread of the block."""
     op: str                 # sum | prod | max | min
     target: Ref
     src: Ref

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import free_vars, is_quasi_affine, slice_extent
+from gir.affine import free_vars, is_quasi_affine, slice_extent, to_affine
 from gir.errors import DiagnosticCollector
 
 GPU_ORDER = {ir.ParLevel.block: 0, ir.ParLevel.warp: 1, ir.ParLevel.thread: 1, ir.ParLevel.lane: 2}
@@ -392,6 +392,9 @@ class KernelVerifier:
         if st is not None and (not st.level.off_chip or st.type.dtype != ir.DType.i64 or
                                region_shape(s.status) not in ((1,), ())):
             self.diag.error("the chain's status is one element of an @global i64 tensor", s.status.loc or s.loc)
+        if st is not None and not _steps_with(s.status, s.var):
+            self.diag.error(f"the chain's status index must step with '{s.var}' (each block its own word, the "
+                            "earlier blocks' words at the same index with an earlier value)", s.status.loc or s.loc)
         if scope.vars.get(s.var) != ir.ParLevel.block:
             self.diag.error(f"chain must be over an enclosing @block variable, not '{s.var}'", s.loc)
         elif not (isinstance(self.block_lo.get(s.var), ir.Const) and self.block_lo[s.var].value == 0):
@@ -400,6 +403,24 @@ class KernelVerifier:
             self.diag.error("chain is reached by the threads of a block: put it inside the @thread scope", s.loc)
         if s.op not in ("sum", "max", "min", "prod"):
             self.diag.error(f"unknown chain operation '{s.op}' (sum, prod, max, min)", s.loc)
+
+
+def _steps_with(ref: ir.Ref, var: str) -> bool:
+    """Does some index of `ref` hold `var` affinely with a nonzero coefficient (and none hold it otherwise)?"""
+    found = False
+    for i in ref.index:
+        if isinstance(i, ir.Slice):
+            parts = (i.start, i.stop)
+        else:
+            parts = (i,)
+        for p in parts:
+            if var not in free_vars(p):
+                continue
+            aff = to_affine(p)
+            if aff is None:
+                return False
+            found = found or bool(aff.coeffs.get(var))
+    return found
 
 
 def _reshaping(s: ir.Move, a, b, dst, src) -> bool:

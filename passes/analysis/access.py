@@ -235,13 +235,19 @@ class _Walker:
         elif isinstance(s, ir.Chain):
             accs = [self.acc(s.src, False), self.acc(s.target, True)]
             self.emit(s, "chain", accs, vars, conds, path, sloops)
-            # the status word: written once per block (by one thread; its predecessors' words are read under
-            # the chain's flags, which order them), so the instance has no thread variables
+            # the status word: written once per participant (a thread when its index names a thread variable,
+            # else the block: then by one thread); the earlier blocks' words are read under the chain's flags,
+            # which order them
             inner = {v.name for v in vars if v.level in (ir.ParLevel.thread, ir.ParLevel.lane, ir.ParLevel.warp)}
-            block_vars = [v for v in vars if v.name not in inner]
-            block_conds = [c for c in conds if not (free_vars(c) & inner)]   # (a thread-dependent one: check_barriers)
-            self.emit(s, "chain-status", [self.acc(s.status, True)], block_vars, block_conds, path, sloops)
-            self.seg += 1   # a block-wide step: the emitted code has barriers around it
+            per_thread = bool(inner & {n for i in s.status.index for n in free_vars(
+                i.start if isinstance(i, ir.Slice) else i)})
+            if per_thread:
+                self.emit(s, "chain-status", [self.acc(s.status, True)], vars, conds, path, sloops)
+            else:
+                block_vars = [v for v in vars if v.name not in inner]
+                block_conds = [c for c in conds if not (free_vars(c) & inner)]   # (thread-dependent: check_barriers)
+                self.emit(s, "chain-status", [self.acc(s.status, True)], block_vars, block_conds, path, sloops)
+                self.seg += 1   # a block-wide step: the emitted code has barriers around it
         elif isinstance(s, ir.Sync):
             self.emit(s, "sync", [], vars, conds, path, sloops)
             if s.level in BARRIER_LEVELS:

@@ -32,7 +32,8 @@ from gir.passes.analysis.races import INNER
 def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
     out = []
     for ins in ki.instrs:
-        chain = ins.kind == "chain"   # a chain waits for every thread of its block, as a barrier does
+        chain = ins.kind == "chain"   # a chain waits for every thread of its block, as a barrier does (a chain per
+        #                               thread waits for the same thread of the earlier blocks: the same rule)
         if not chain and (ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS):
             continue
         status, model = _diverges(ins, ctx, set(ins.par_vars(*INNER)))

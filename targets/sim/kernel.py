@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
-from gir.affine import free_vars
+from gir.affine import free_vars, to_affine
 from gir.errors import GirError
 from gir.scan import identity
 from gir.targets.sim.races import Tracker
@@ -276,49 +276,73 @@ class KernelExec(Values):
         self.runner.instr_stats(self.kernel, s, "allreduce", "").executions += self.n_act // max(1, width)
 
     def _chain(self, s: ir.Chain) -> None:
-        """Every block of the chunk gets the combination of its chain's earlier aggregates (blocks of one chain
-        run in order of the chain variable: earlier chunks hold the earlier blocks, or this one does); one status
-        word written and one read per block (the look-back of a GPU reads its predecessor's word)."""
+        """The blocks of a chain reach it in order of the chain variable (chunks run in order of the linear block
+        index; within a chunk they are sorted): each participant (the block, or each thread when the status index
+        uses a thread variable) gets the combination of its chain's earlier operands, in the value's type. A chain
+        is named by its status offset less the variable's term. One status word written per participant and,
+        after the first block, one read (the look-back's predecessor)."""
         self.prepare()
         n0 = self.frames[0].n
         act, ex = self.active.reshape(n0, -1), self.frames[-1].exists.reshape(n0, -1)
         if (act.any(1) & (ex & ~act).any(1)).any():
             raise GirError("chain divergence: the chain is reached by some threads of a block but not by others",
                            s.loc, ["a chain must be under block-uniform control flow"])
-        inst, per = self.instances(), self.per_block()
-        brow = inst // per
+        inst = self.instances()
+        brow = inst // self.per_block()
         src = self.region(s.src)
         vals = np.asarray(self.read(src)).reshape(self.n_act, -1)[:, 0]
-        rows, first = np.unique(brow, return_index=True)
-        agg = vals[first]
-        if not np.array_equal(vals, agg[np.searchsorted(rows, brow)], equal_nan=True):
-            raise GirError("the chain's operand differs between the threads of a block", s.loc)
-        g = np.broadcast_to(self.env[s.var], (self.frames[-1].n,))[inst][first]
-        keys = [np.broadcast_to(self.env[v], (self.frames[-1].n,))[inst][first] for v, _, _ in self.grid
-                if v != s.var]
-        state = self.chains.setdefault(id(s), {})
+        off = np.asarray(self.region(s.status).off).reshape(self.n_act, -1)[:, 0]
+        g = np.broadcast_to(self.env[s.var], (self.frames[-1].n,))[inst]
+        key = off - g * self._chain_stride(s)
+        if self.block_uniform(s.status):   # one chain per block: its first thread speaks for it
+            rows, first = np.unique(brow, return_index=True)
+            if not np.array_equal(vals, vals[first][np.searchsorted(rows, brow)], equal_nan=True):
+                raise GirError("the chain's operand differs between the threads of a block", s.loc)
+            pick = first
+        else:
+            pick = np.arange(self.n_act)
         dt = src.buf.dtype
         ident = dt.numpy.type(identity(f"cum{s.op}", dt.is_float, dt.numpy))
-        combine = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[s.op]   # NaN wins
-        out = np.empty(len(rows), dt.numpy)
+        ufunc = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[s.op]   # NaN wins
+        order = np.lexsort((g[pick], key[pick]))
+        ks, gs, vs = key[pick][order], g[pick][order], vals[pick][order].astype(dt.numpy)
+        cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True])
+        out = np.empty(len(order), dt.numpy)
+        state = self.chains.setdefault(id(s), {})
         with np.errstate(over="ignore", invalid="ignore"):
-            for b in np.lexsort([g] + keys[::-1]):
-                key = tuple(int(k[b]) for k in keys)
-                nxt, acc = state.get(key, (0, ident))
-                if int(g[b]) != nxt:
-                    raise GirError(f"chain over '{s.var}': block {int(g[b])} of a chain reaches it before block "
-                                   f"{nxt} (a block of the chain skips it)", s.loc)
-                out[b] = acc
-                state[key] = (nxt + 1, dt.numpy.type(combine(acc, agg[b])))
+            for a, b in zip(cut[:-1], cut[1:]):
+                nxt, acc = state.get(int(ks[a]), (0, ident))
+                bad = np.flatnonzero(gs[a:b] != np.arange(nxt, nxt + b - a))
+                if bad.size:
+                    raise GirError(f"chain over '{s.var}': block {int(gs[a + bad[0]])} of a chain reaches it before "
+                                   f"block {nxt + int(bad[0])} (a block of the chain skips it)", s.loc)
+                run = ufunc.accumulate(np.r_[np.asarray([acc], dt.numpy), vs[a:b]], dtype=dt.numpy)
+                out[a:b] = run[:-1]
+                state[int(ks[a])] = (nxt + b - a, run[-1])
+        got = np.empty(len(pick), dt.numpy)
+        got[order] = out
+        if len(pick) != self.n_act:
+            got = got[np.searchsorted(np.unique(brow), brow)]
         dst = self.region(s.target)
-        self.write(dst, out[np.searchsorted(rows, brow)].reshape((self.n_act,) + dst.rshape))
+        self.write(dst, got.reshape((self.n_act,) + dst.rshape))
+        later = int((g[pick] > 0).sum())
         stats = self.runner.instr_stats(self.kernel, s, "chain", s.status.name)
-        stats.executions += len(rows)
-        stats.sectors += len(rows) + int((g > 0).sum())
-        self.stats.global_write_bytes += 32 * len(rows)
-        self.stats.useful_write_bytes += 8 * len(rows)
-        self.stats.global_read_bytes += 32 * int((g > 0).sum())
-        self.stats.useful_read_bytes += 8 * int((g > 0).sum())
+        stats.executions += len(pick)
+        stats.sectors += len(pick) + later
+        self.stats.global_write_bytes += 32 * len(pick)
+        self.stats.useful_write_bytes += 8 * len(pick)
+        self.stats.global_read_bytes += 32 * later
+        self.stats.useful_read_bytes += 8 * later
+
+    def _chain_stride(self, s: ir.Chain) -> int:
+        """How far apart the status words of consecutive blocks of a chain are (elements)."""
+        buf = self.buffers[s.status.name]
+        stride, inner = 0, 1
+        for ix, n in reversed(list(zip(s.status.index, buf.shape))):
+            aff = to_affine(ix.start if isinstance(ix, ir.Slice) else ix)
+            stride += (aff.coeffs.get(s.var, 0) if aff is not None else 0) * inner
+            inner *= int(n)
+        return stride
 
     def _assign(self, s: ir.Assign) -> None:
         self.prepare()

@@ -174,3 +174,16 @@ def test_check_refuses_a_chain_under_a_thread_condition():
     f = m.funcs[0]
     errors = [d.message for d in check_kernel(f, f.kernels[0], "cuda") if d.severity == "error"]
     assert any("chain under a condition that differs between threads of one block" in e for e in errors), errors
+
+
+@pytest.mark.parametrize("n", [1, 3000, 9001, 50000])
+def test_kernels_hold_for_other_sizes(n):
+    """The chained kernel is written for any size (segments of a fixed length, their count and the status words
+    from the sizes): scheduled for 20,000 elements, run at others."""
+    module, _ = _program("cummax", "f32", (20000,), 1, 1)
+    f = lower_module(module, "cuda", {"sizes": {"D0": 20000}}).funcs[0]
+    assert _chained(f)
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    res = run_func(f, {"x": x, "w": x}, {"D0": n})
+    want = _reference("cummax", x.astype(np.float64), 0, 1, 1, "f32")
+    assert compare(res.outputs["y"], want, ir.DType.f32).passed

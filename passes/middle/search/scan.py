@@ -155,8 +155,8 @@ def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slice
     def emit(name: str) -> Emitted:
         kt = KernelText(g, scans, threads)
         init = f"{name}_init"
-        return Emitted([kt.init_text(name, init, segs), KernelText(g, scans, threads).chained(name, C, segs)],
-                       kt.status_allocs(name, segs), [init, name])
+        return Emitted([kt.init_text(name, init, C * threads * VEC), KernelText(g, scans, threads).chained(name, C)],
+                       kt.status_allocs(name), [init, name])
 
     return Candidate(dec, "scan-chained", seconds, traffic, 0.0, comp, emit, None, {"mapping": "scan-chained"})
 

@@ -268,8 +268,8 @@ class KernelText:
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
         return self.finish()
 
-    def chained(self, name: str, chunks: int, segs: int) -> str:
-        """Rows cut into `segs` segments of `chunks` chunks, one block each (the segment axis `_gs` innermost on
+    def chained(self, name: str, chunks: int) -> str:
+        """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the segment axis `_gs` innermost on
         the grid): a block scans its segment into `_seg`, gets the combination of the segments before it through
         `chain` (one status word per block in status_name(), zeroed by init_text()) and stores prefix (+) value. Every
         statement walks in one direction (the caller checks); at most MAX_GRID - 1 other positions."""
@@ -278,8 +278,8 @@ class KernelText:
         reverse = self.scans[0].p.reverse
         self.open(f"kernel {name}")
         env = self.grid(positions)
-        self.open(f"parallel _gs in 0..{segs} @block")
         L = chunks * T * V
+        self.open(f"parallel _gs in 0..cdiv({self.S}, {L}) @block")
         for sc in self.scans:
             self.line(f"alloc _sh{sc.k}: {sc.acc.value}[{T * V}] @shared")
             self.line(f"alloc _tot{sc.k}: {sc.acc.value}[{T}] @shared")
@@ -305,21 +305,23 @@ class KernelText:
         self.close(2 + 1 + 1 + len(positions) + 1)
         return self.finish()
 
-    def status_allocs(self, name: str, segs: int) -> list[str]:
-        """One status word per block: [the other positions' extents..., segments] (a block's predecessors in
-        its chain are the words just before it)."""
-        dims = [str(self.extent(i)) for i in range(self.n) if i != self.pos] + [str(segs)]
+    def status_allocs(self, name: str) -> list[str]:
+        """One status word per block, [the other positions' extents..., S] (a block's predecessors in its chain
+        are the words just before it). Allocation sizes are size names or numbers, not expressions, so a row has
+        S words, of which the cdiv(S, L) segments use the first."""
+        dims = [str(self.extent(i)) for i in range(self.n) if i != self.pos] + [self.S]
         return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims)}] @global" for sc in self.scans]
 
-    def init_text(self, name: str, kernel: str, segs: int) -> str:
-        """The kernel that zeroes the chains' status words before the scan kernel runs."""
+    def init_text(self, name: str, kernel: str, seg_len: int) -> str:
+        """The kernel that zeroes the chains' status words (the first cdiv(S, seg_len) of a row) before the scan
+        kernel runs."""
         T = 256
         self.lines, self.depth = [], 0
         self.open(f"kernel {kernel}")
         positions = [i for i in range(self.n) if i != self.pos]
         for k, i in enumerate(positions):
             self.open(f"parallel _g{k} in 0..{self.extent(i)} @block")
-        self.open(f"parallel _gz in 0..cdiv({segs}, {T}) @block")
+        self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}, {seg_len}), {T}) @block")
         self.open(f"parallel _t in 0..{T} @thread")
         self.line("alloc _z: i64[1] @reg")
         self.line("_z[0:1] = 0")
