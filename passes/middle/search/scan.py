@@ -65,6 +65,10 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         if hint(s.ranges[c], hints) < m.warp:
             remarks.append(f"the innermost axis '{c}' has fewer than {m.warp} points: the warps of this scan along "
                            f"'{p.axis}' are partly idle and its accesses partly coalesced")
+        if slices < m.sms * 256:
+            remarks.append(f"{names}: the scan along '{p.axis}' has {slices} independent point(s) across it, one "
+                           f"thread each walking {extent} positions serially: parallelism is limited to {slices} "
+                           f"threads ({m.sms} SMs; no scan across blocks along '{p.axis}')")
         ways = [[x for x in scans if x.p.reverse == r] for r in (False, True)]
         ways = [w for w in ways if w]
         if len(ways) > 1:
