@@ -392,6 +392,9 @@ class KernelVerifier:
         if st is not None and (not st.level.off_chip or st.type.dtype != ir.DType.i64 or
                                region_shape(s.status) not in ((1,), ())):
             self.diag.error("the chain's status is one element of an @global i64 tensor", s.status.loc or s.loc)
+        if st is not None and s.status.name in {p.name for p in self.func.params + self.func.results}:
+            self.diag.error(f"the chain's status words are scratch: allocate them at function level, not in "
+                            f"'{s.status.name}', a parameter or result", s.status.loc or s.loc)
         if st is not None and not _steps_with(s.status, s.var):
             self.diag.error(f"the chain's status index must step with '{s.var}' (each block its own word, the "
                             "earlier blocks' words at the same index with an earlier value)", s.status.loc or s.loc)
