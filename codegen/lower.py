@@ -367,7 +367,9 @@ class KernelLowerer:
         """`gir_chain_OP(word, g, value, stride)` (cstyle.CHAIN_HELPERS) runs the decoupled look-back: in every
         thread for a chain per thread (the status index names a thread variable), else in thread 0, which leaves
         the block's exclusive prefix in a shared slot that every thread reads between two barriers."""
-        if not ctx.in_threads or ctx.guarded:
+        per_thread = bool(set(ctx.thread_vars) & {n for i in s.status.index for n in free_vars(
+            i.start if isinstance(i, ir.Slice) else i)})
+        if not ctx.in_threads or (ctx.guarded and not per_thread):
             raise GirError("chain must be reached by every thread of the block (inside an unguarded @thread scope)",
                            s.loc)
         src, dst, st = self.region(s.src), self.region(s.target), self.region(s.status)
@@ -382,8 +384,7 @@ class KernelLowerer:
                                             C.Index(src.buf.cname, src.offset((0,) * len(src.shape))),
                                             C.Cast("i64", stride)))
         to = C.Index(dst.buf.cname, dst.offset((0,) * len(dst.shape)))
-        if set(ctx.thread_vars) & {n for i in s.status.index for n in free_vars(
-                i.start if isinstance(i, ir.Slice) else i)}:
+        if per_thread:
             return [C.Assign(to, call)]
         slot = self.fresh("chain")
         self.shared.append(C.Decl(src.buf.dtype, slot, size=1, space="shared"))

@@ -32,8 +32,9 @@ from gir.passes.analysis.races import INNER
 def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
     out = []
     for ins in ki.instrs:
-        chain = ins.kind == "chain"   # a chain waits for every thread of its block, as a barrier does (a chain per
-        #                               thread waits for the same thread of the earlier blocks: the same rule)
+        chain = ins.kind == "chain"   # a block's chain waits for every thread of its block, as a barrier does
+        if chain and set(ins.par_vars(*INNER)) & free_vars(ins.stmt.status):
+            continue                  # a chain per thread: a thread may skip it, in every block of its chain
         if not chain and (ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS):
             continue
         status, model = _diverges(ins, ctx, set(ins.par_vars(*INNER)))

@@ -284,7 +284,8 @@ class KernelExec(Values):
         self.prepare()
         n0 = self.frames[0].n
         act, ex = self.active.reshape(n0, -1), self.frames[-1].exists.reshape(n0, -1)
-        if (act.any(1) & (ex & ~act).any(1)).any():
+        per_block = self.block_uniform(s.status)
+        if per_block and (act.any(1) & (ex & ~act).any(1)).any():
             raise GirError("chain divergence: the chain is reached by some threads of a block but not by others",
                            s.loc, ["a chain must be under block-uniform control flow"])
         inst = self.instances()
@@ -294,7 +295,7 @@ class KernelExec(Values):
         off = np.asarray(self.region(s.status).off).reshape(self.n_act, -1)[:, 0]
         g = np.broadcast_to(self.env[s.var], (self.frames[-1].n,))[inst]
         key = off - g * self._chain_stride(s)
-        if self.block_uniform(s.status):   # one chain per block: its first thread speaks for it
+        if per_block:   # one chain per block: its first thread speaks for it
             rows, first = np.unique(brow, return_index=True)
             if not np.array_equal(vals, vals[first][np.searchsorted(rows, brow)], equal_nan=True):
                 raise GirError("the chain's operand differs between the threads of a block", s.loc)
@@ -325,14 +326,17 @@ class KernelExec(Values):
             got = got[np.searchsorted(np.unique(brow), brow)]
         dst = self.region(s.target)
         self.write(dst, got.reshape((self.n_act,) + dst.rshape))
-        later = int((g[pick] > 0).sum())
+        stride, mine = self._chain_stride(s), off[pick]
+        later = mine[g[pick] > 0]
+        written = len(np.unique(mine * 8 // 32))              # 32-byte sectors of the words, 8 bytes each
+        read = len(np.unique((later - stride) * 8 // 32))     # the predecessors' words the look-back reads
         stats = self.runner.instr_stats(self.kernel, s, "chain", s.status.name)
         stats.executions += len(pick)
-        stats.sectors += len(pick) + later
-        self.stats.global_write_bytes += 32 * len(pick)
+        stats.sectors += written + read
+        self.stats.global_write_bytes += 32 * written
         self.stats.useful_write_bytes += 8 * len(pick)
-        self.stats.global_read_bytes += 32 * later
-        self.stats.useful_read_bytes += 8 * later
+        self.stats.global_read_bytes += 32 * read
+        self.stats.useful_read_bytes += 8 * len(later)
 
     def _chain_stride(self, s: ir.Chain) -> int:
         """How far apart the status words of consecutive blocks of a chain are (elements)."""

@@ -132,13 +132,16 @@ def test_round_trip_and_keywords():
 # tests/frontend/errors/scan_*.gir, with expected-error annotations.
 
 
-def test_one_row_is_remarked(tmp_path):
-    p = tmp_path / "s.gir"
-    p.write_text("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = cumsum(x[i], i)\n}\n")
-    proc = subprocess.run([sys.executable, "-m", "gir", "run", str(p), "--target", "sim", "--sizes", "N=5000"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "single-block scan" in proc.stderr and "pass" in proc.stdout
+def test_one_row_is_chained_across_blocks(tmp_path):
+    """A 1-D scan is cut into segments chained across blocks (tests/schedule/test_scan_chained.py); an f64 one,
+    whose running value does not fit a status word, stays on one block and is remarked."""
+    for dtype, said in (("f32", "chained (of 2 candidates"), ("f64", "single-block scan")):
+        p = tmp_path / f"s_{dtype}.gir"
+        p.write_text(f"func f(x: {dtype}[N]) -> (y: {dtype}[N]) {{\n  y[i] = cumsum(x[i], i)\n}}\n")
+        proc = subprocess.run([sys.executable, "-m", "gir", "run", str(p), "--target", "sim", "--sizes", "N=5000",
+                               "-R"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert said in proc.stderr and "pass" in proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize("compiler, target", [("nvcc", "cuda"), ("hipcc", "hip")])

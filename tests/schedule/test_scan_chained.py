@@ -187,3 +187,85 @@ def test_kernels_hold_for_other_sizes(n):
     res = run_func(f, {"x": x, "w": x}, {"D0": n})
     want = _reference("cummax", x.astype(np.float64), 0, 1, 1, "f32")
     assert compare(res.outputs["y"], want, ir.DType.f32).passed
+
+
+# ----------------------------------------------------------------- columns: a chain per thread
+def _column_program(op, dtype, shape, exclusive, reverse):
+    """`y = op(x (* w along the scan axis), axis)` along the axis before the last (columns are the last)."""
+    names = "abc"[:len(shape)]
+    dims = ", ".join(f"D{k}" for k in range(len(shape)))
+    idx, axis = ", ".join(names), names[-2]
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    operand = f"x[{idx}] * w[{axis}]"
+    if op == "cumprod" and dtype != "i32":
+        operand = f"1.0 + {operand} * 0.001"
+    src = (f"func f(x: {dtype}[{dims}], w: {dtype}[D{len(shape) - 2}]) -> (y: {dtype}[{dims}]) {{\n"
+           f"  y[{idx}] = {op}({operand}, {axis}{flags})\n}}\n")
+    return parse_text(src), {f"D{k}": n for k, n in enumerate(shape)}
+
+
+def _run_columns(op, dtype, shape, exclusive=0, reverse=0, seed=0, target="sim", schedule_sizes=None):
+    module, sizes = _column_program(op, dtype, shape, exclusive, reverse)
+    rng = np.random.default_rng(seed)
+    x, w = _inputs(dtype, shape, rng, op), _inputs(dtype, shape[-2:-1], rng, op)
+    if dtype == "i32" and op == "cumprod":
+        x, w = (np.where(np.abs(a) > 1, 1, a).astype(np.int32) for a in (x, w))
+    f = lower_module(module, "cuda", {"sizes": schedule_sizes or sizes}).funcs[0]
+    if target == "sim":
+        res = run_func(f, {"x": x, "w": w}, sizes)
+    else:
+        from gir.targets.cuda_emu.run import available, run_func as emu
+        if not available():
+            pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
+        res = emu(f, {"x": x, "w": w}, sizes=sizes)
+    wide = np.int32 if dtype == "i32" else np.float64
+    e = x.astype(wide) * np.expand_dims(w.astype(wide), -1)
+    if op == "cumprod" and dtype != "i32":
+        e = 1.0 + e * 0.001
+    want = _reference(op, e, len(shape) - 2, exclusive, reverse, dtype)
+    bound = rounding_bound(module.funcs[0], {"x": x, "w": w}, sizes)["y"]
+    v = compare(res.outputs["y"], want, ir.DType(dtype), bound)
+    assert v.passed, (op, dtype, shape, exclusive, reverse, v.reason)
+    return f, res
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin"])
+@pytest.mark.parametrize("exclusive,reverse", FORMS)
+def test_columns_every_op_and_form(op, exclusive, reverse):
+    f, _ = _run_columns(op, "f32", (3001, 7), exclusive, reverse)
+    assert _chained(f)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "i32"])
+def test_columns_element_types(dtype):
+    f, _ = _run_columns("cumsum", dtype, (2, 1031, 33), 1, 1)
+    assert _chained(f)
+
+
+@pytest.mark.parametrize("shape", [(129, 1), (4099, 3), (600, 300), (2, 97, 65)])
+def test_columns_sizes(shape):
+    _run_columns("cummax", "f32", shape, 0, 1)
+
+
+@pytest.mark.parametrize("n", [1, 100, 777])
+def test_columns_kernels_hold_for_other_sizes(n):
+    f, _ = _run_columns("cumsum", "f32", (n, 5), 1, 0, schedule_sizes={"D0": 20000, "D1": 5})
+    assert _chained(f)
+
+
+def test_columns_cuda_emulator_runs_the_emitted_look_back():
+    f, _ = _run_columns("cumsum", "f32", (1500, 37), 0, 1, target="cuda_emu")
+    assert _chained(f)
+
+
+def test_columns_traffic_and_parallelism():
+    """64 columns of 65,536 rows: 512 segments of 128 rows (was one thread per column walking every row); each
+    element read and written once (the weight broadcast over the columns: one sector per warp and row, as the
+    unchained kernel reads it), plus three 8-byte status words per column and segment."""
+    module, sizes = _column_program("cumsum", "f32", (65536, 64), 0, 0)
+    f = lower_module(module, "cuda", {"sizes": sizes}).funcs[0]
+    x = np.random.default_rng(0).standard_normal((65536, 64)).astype(np.float32)
+    res = run_func(f, {"x": x, "w": np.ones(65536, np.float32)}, sizes, check_races=False)
+    data = 2 * 4 * 65536 * 64 + 32 * 2 * 65536
+    assert data <= res.stats.total.global_bytes <= 1.03 * data
+    assert res.stats.total.blocks >= 512

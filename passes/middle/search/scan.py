@@ -36,6 +36,8 @@ MAX_THREADS = 256
 ROW_BATCH = 8           # scan-rows: at most this many rows per block share the loads of a broadcast operand
 SHARED_SLACK = 1024     # bytes of the block's default shared memory left unused by the stash and the cache
 MAX_CHUNKS = 8          # scan-chained: chunks of T x VEC elements per segment (one block each)
+MAX_SEG, MIN_SEG = 128, 64  # scan-columns-chained: positions of the scan axis per segment (64 and more: the
+#                           three 8-byte status words per column and segment stay under 5% of f32 in + out)
 
 
 def scan_units(unit) -> bool:
@@ -65,17 +67,20 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         if hint(s.ranges[c], hints) < m.warp:
             remarks.append(f"the innermost axis '{c}' has fewer than {m.warp} points: the warps of this scan along "
                            f"'{p.axis}' are partly idle and its accesses partly coalesced")
-        if slices < m.sms * 256:
-            remarks.append(f"{names}: the scan along '{p.axis}' has {slices} independent point(s) across it, one "
-                           f"thread each walking {extent} positions serially: parallelism is limited to {slices} "
-                           f"threads ({m.sms} SMs; no scan across blocks along '{p.axis}')")
         ways = [[x for x in scans if x.p.reverse == r] for r in (False, True)]
         ways = [w for w in ways if w]
+        cols = hint(s.ranges[c], hints)
+        chained = _column_chain_plan(ways, slices, extent, threads, cols, len(s.out_vars) - 2, m)
+        if isinstance(chained, dict):
+            chained_cand = _column_chained_candidate(g, ways, chained, slices, cols, comp, m, s, p)
+        elif slices < m.sms * 256:
+            remarks.append(f"{names}: the scan along '{p.axis}' has {slices} independent point(s) across it, one "
+                           f"thread each walking {extent} positions serially: parallelism is limited to {slices} "
+                           f"threads ({m.sms} SMs; not chained across blocks: {chained})")
         if len(ways) > 1:
             remarks.append(f"{names}: scans along '{p.axis}' in both directions run as two kernels (a thread walks "
                            f"a column serially and does not hold it), each reading the operands they share")
         plan = {}
-        chained = None
     else:
         threads = min(MAX_THREADS, max(m.warp, _pow2(-(-extent // VEC))))
         lanes_used = 1.0
@@ -142,6 +147,66 @@ def _chain_plan(scans: list[ScanStmt], slices: int, extent: int, threads: int, h
     if C * chunk * per_elem > room:
         return "a segment does not fit shared memory"
     return {"chunks": C, "segs": -(-extent // (C * chunk))}
+
+
+def _column_chain_plan(ways: list, slices: int, extent: int, threads: int, cols: int, others: int, m):
+    """scan-columns-chained: the scan axis cut into segments of L positions (a block per segment and lane
+    block), when the columns alone leave the GPU mostly idle. Blocks of T threads (halved from the unchained
+    kernel's until MAX_SEG x T values per statement fit the default shared memory, down to a warp); L is the
+    largest power of two from MAX_SEG down to MIN_SEG that still gives 2 blocks per SM and fits. A dict, or why
+    not (a string)."""
+    if slices >= m.sms * 256:
+        return "enough columns"
+    wide = [x for w in ways for x in w if x.acc.nbytes != 4]
+    if wide:
+        return f"the {wide[0].acc.value} running value does not fit a 64-bit status word with its flag"
+    if others > 1:
+        return "more than one axis besides the columns and the scan axis"
+    room = m.smem_per_block_default - SHARED_SLACK
+    per_col = max(sum(x.acc.nbytes for x in w) for w in ways)
+    while threads > m.warp and MAX_SEG * threads * per_col > room:   # narrower blocks keep long segments
+        threads //= 2
+    per_pos = per_col * threads
+    L = MAX_SEG
+    while L > MIN_SEG and (L * per_pos > room or slices // max(1, cols) * -(-cols // threads) *
+                           -(-extent // L) < 2 * m.sms):
+        L //= 2
+    if L * per_pos > room:
+        return "a segment does not fit shared memory"
+    if extent <= L:
+        return "the scan axis fits one segment"
+    return {"seg": L, "segs": -(-extent // L), "threads": threads}
+
+
+def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int, comp: float, m, s, p):
+    L, segs, threads = plan["seg"], plan["segs"], plan["threads"]
+    blocks = slices // max(1, cols) * -(-cols // threads) * segs
+    util = min(1.0, blocks * threads / (m.sms * 1024.0)) * min(1.0, cols / threads)
+    status = 8.0 * slices * segs * sum(len(w) for w in ways)
+    traffic = comp + 3 * status          # zeroed, written, read by the successor's look-back
+    seconds = traffic / m.dram_bw / max(util * 0.85, 1e-3) + 2 * m.launch_s * len(ways)
+    c = s.out_vars[-1]
+    others = tuple(v for v in s.out_vars if v not in (p.axis, c))
+    dec = Decision("scan", blocks=others + (c, "segment"), lanes=c, loops=(p.axis,), team="thread",
+                   threads=threads, vec=1,
+                   reduction=" ".join(f"{x.p.op} {x.p.form()} chained" for w in ways for x in w),
+                   notes={"mapping": "scan-columns-chained", "segments": f"{segs} of {L} positions"})
+
+    def emit(name: str) -> Emitted:
+        texts, allocs, names = [], [], []
+        for k, w in enumerate(ways):
+            kn = name if k == 0 else f"{name}_{k}"
+            kt = KernelText(g, w, threads)
+            texts += [kt.column_init_text(kn, f"{kn}_init", L), KernelText(g, w, threads).columns_chained(kn, L)]
+            allocs += kt.column_status_allocs(kn)
+            names += [f"{kn}_init", kn]
+        return Emitted(texts, allocs, names)
+
+    est = {"mapping": "scan-columns-chained"}
+    if len(ways) > 1:
+        est["remark"] = (f"{', '.join(repr(x.s.target) for w in ways for x in w)}: scans along '{p.axis}' in both "
+                         "directions run as two kernels, each reading the operands they share")
+    return Candidate(dec, "scan-columns-chained", seconds, traffic, 0.0, comp, emit, None, est)
 
 
 def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slices: int, comp: float, m, s, p):

@@ -268,6 +268,88 @@ class KernelText:
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
         return self.finish()
 
+    def columns_chained(self, name: str, seg: int) -> str:
+        """scan-columns cut along the scan axis into segments of `seg` positions (cdiv(S, seg) of them), one block
+        per segment and lane block: each thread scans its column's segment into `_cseg` (shared, one column per
+        thread), chains its total with the same column of the earlier segments (a chain per thread, status word
+        [.., segment, column]) and stores prefix (+) value. One direction (the caller groups them so); at most
+        one position besides the lanes and the scan axis."""
+        T, c = self.T, self.n - 1
+        positions = [i for i in range(self.n) if i not in (self.pos, c)]
+        reverse = self.scans[0].p.reverse
+        self.open(f"kernel {name}")
+        self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
+        env = self.grid(positions)
+        self.open(f"parallel _gs in 0..cdiv({self.S}, {seg}) @block")
+        for sc in self.scans:
+            self.line(f"alloc _cseg{sc.k}: {sc.acc.value}[{seg * T}] @shared")
+        self.open(f"parallel _t in 0..{T} @thread")
+        self.line(REGS)
+        self.scratch((("_acc", 1), ("_pre", 1)))
+        env[c] = f"{T} * _gc + _t"
+        for sc in self.scans:
+            self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
+        q = f"{seg} * _gs + _q"
+        a = f"{self.S} - 1 - ({q})" if reverse else q
+        at = f"{T} * _q + _t"
+        self.open(f"for _q in 0..{seg}")
+        self.held = {}
+        for sc in self.scans:
+            self.value(sc, env, a)
+        self.open(f"if {q} >= {self.S}")
+        for sc in self.scans:
+            self.line(f"_v{sc.k}[0:1] = {sc.ident}")
+        self.close()
+        for sc in self.scans:
+            acc, step = f"_acc{sc.k}[0:1]", f"_acc{sc.k}[0:1] = {sc.combine(f'_acc{sc.k}[0:1]', f'_v{sc.k}[0:1]')}"
+            if sc.p.exclusive:
+                self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
+                self.line(step)
+            else:
+                self.line(step)
+                self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
+        self.close()
+        word = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs", env[c]])
+        self.open(f"if {env[c]} < {self.extent(c)}")   # the same threads skip it in every block of their chain
+        for sc in self.scans:
+            self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _acc{sc.k}[0:1] over _gs via "
+                      f"{status_name(name, sc)}[{word}]")
+        self.close()
+        self.open(f"for _q in 0..{seg}")
+        for sc in self.scans:
+            k = sc.k
+            self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
+            self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
+            self.store(sc, env, a, f"_v{k}[0:1]")
+        self.close(1 + 1 + 1 + len(positions) + 1 + 1)
+        return self.finish()
+
+    def column_status_allocs(self, name: str) -> list[str]:
+        """One status word per column and segment, [the other position's extent, S, columns] (S rows of which
+        the cdiv(S, seg) segments use the first; allocations take size names, not expressions)."""
+        c = self.n - 1
+        dims = [str(self.extent(i)) for i in range(self.n) if i not in (self.pos, c)] + [self.S, str(self.extent(c))]
+        return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims)}] @global" for sc in self.scans]
+
+    def column_init_text(self, name: str, kernel: str, seg: int) -> str:
+        """The kernel zeroing the words of the column chains' first cdiv(S, seg) rows."""
+        T, c = 256, self.n - 1
+        positions = [i for i in range(self.n) if i not in (self.pos, c)]
+        self.lines, self.depth = [], 0
+        self.open(f"kernel {kernel}")
+        for k, i in enumerate(positions):
+            self.open(f"parallel _g{k} in 0..{self.extent(i)} @block")
+        self.open(f"parallel _gz in 0..cdiv({self.S}, {seg}) @block")
+        self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
+        self.open(f"parallel _t in 0..{T} @thread")
+        self.line("alloc _z: i64[1] @reg")
+        self.line("_z[0:1] = 0")
+        at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gz", f"{T} * _gc + _t:{T} * _gc + _t + 1"])
+        for sc in self.scans:
+            self.line(f"store {status_name(name, sc)}[{at}] <- _z[0:1] with mask")
+        self.close(4 + len(positions))
+        return "\n".join(self.lines)
+
     def chained(self, name: str, chunks: int) -> str:
         """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the segment axis `_gs` innermost on
         the grid): a block scans its segment into `_seg`, gets the combination of the segments before it through
