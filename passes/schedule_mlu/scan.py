@@ -187,6 +187,13 @@ class _Kernel:
     def tile(self, s0, ns: int, l0, nl: int, stage: str) -> list:
         """Steps of one tile of `ns` scan rows and `nl` lanes at scan offset `s0`, lane offset `l0`. `stage`:
         'unit' (operands loaded once per unit: lanes only) or 'tile' (the rest, loads / computes / stores)."""
+        if stage == "unit":
+            return self.loads(s0, ns, l0, nl, "unit")
+        steps, ev = self.operand(s0, ns, l0, nl)
+        return steps + self.finish(ev, s0, ns, l0, nl)
+
+    def loads(self, s0, ns: int, l0, nl: int, stage: str) -> list:
+        """The loads (and widening conversions) of the operands a `stage` tile reads."""
         p = self.p
         nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
         per_tile = {FULL, ROW} if p.layout == "cols" else {FULL, COL}
@@ -204,14 +211,25 @@ class _Kernel:
             if land != t:
                 convs.append(ir.Assign(self.region(t, kind, nr, nc), ir.Call("f32", (self.region(land, kind, nr,
                                                                                                   nc),))))
-        if stage == "unit":
-            return loads + convs
-        computes: list = list(convs)
-        ev = self.expr(p.scan.arg, computes, nr, nc)
+        return loads + convs
+
+    def operand(self, s0, ns: int, l0, nl: int) -> tuple[list, ir.Ref]:
+        """(loads and computes, the full tile holding E) of a tile of `ns` scan rows and `nl` lanes."""
+        p = self.p
+        nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
+        steps = self.loads(s0, ns, l0, nl, "tile")
+        ev = self.expr(p.scan.arg, steps, nr, nc)
         if not (isinstance(ev, ir.Ref) and self._tile_kind(ev) == FULL):
             t = self.alloc("ev_", p.cdt, self.shape_of(FULL))
-            computes.append(ir.Assign(self.region(t, FULL, nr, nc), ev))
+            steps.append(ir.Assign(self.region(t, FULL, nr, nc), ev))
             ev = self.region(t, FULL, nr, nc)
+        return steps, ev
+
+    def finish(self, ev: ir.Ref, s0, ns: int, l0, nl: int) -> list:
+        """The scan of the tile `ev` (E of `ns` scan rows x `nl` lanes, carried in `acc_`) and its store."""
+        p = self.p
+        nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
+        computes: list = []
         inplace = not p.scan.exclusive     # o[q] = o[q-1] OP e[q] may overwrite e[q] itself
         if p.layout == "cols":
             o = ev.name if inplace else self.alloc("o_", p.cdt, self.shape_of(FULL))
@@ -234,7 +252,7 @@ class _Kernel:
             src = self.region(h, FULL, nr, nc)
         store = B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)
         self.stored.add(src.name)
-        return loads + computes + [store]
+        return computes + [store]
 
     def _tile_kind(self, r: ir.Ref) -> str:
         shape = self.allocs[r.name].type.shape
@@ -363,11 +381,17 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
         raise GirError("the MLU scan writes its result indexed by plain variables", st.target.loc)
     plan = _Plan(st, dict(info.types), tasks)
     plan.choose(16)
+    from gir.passes.schedule_mlu import scan_cols_long
     from gir.passes.schedule_mlu.scan_long import applies, long_scan_items
-    if applies(plan, [x for x in walk(plan.scan.arg) if isinstance(x, ir.Ref)]):
-        # rows cut into ranges over the idle cores (scan_long.py) against the unit kernel: the cost model picks
+    rows_long = applies(plan, [x for x in walk(plan.scan.arg) if isinstance(x, ir.Ref)])
+    if rows_long or scan_cols_long.applies(plan):
+        # the scan axis cut into ranges over the idle cores (scan_long.py for the last axis, scan_cols_long.py for
+        # the others) against the unit kernel: the cost model picks
         said_long, said_unit = [], []
-        long = long_scan_items(plan, spec, dict(info.types), said_long, st.loc)
+        if rows_long:
+            long = long_scan_items(plan, spec, dict(info.types), said_long, st.loc)
+        else:
+            long = scan_cols_long.cols_long_items(plan, spec, dict(info.types), said_long, st.loc)
         if long is not None:
             from gir.passes.schedule_mlu.cost import estimate
             try:

@@ -55,6 +55,8 @@ FULL: dict[str, list[tuple[str, dict[str, int]]]] = {
     "transpose": [("transpose", {"M": 8192, "N": 8192}),
                   ("permute0213", {"B": 8, "S": 2048, "H": 32, "D": 128})],
     "elementwise": [("bias_gelu", {"M": 8192, "N": 8192}), ("chain5", {"M": 8192, "N": 8192})],
+    "scan": [("cumsum_last", {"M": 2048, "N": 2048}), ("cumsum_first", {"M": 2048, "N": 2048}),
+             ("cumsum_1d", {"N": 4194304}), ("cummax_rev_cols", {"M": 65536, "N": 64})],
 }
 
 QUICK: dict[str, list[tuple[str, dict[str, int]]]] = {
@@ -63,6 +65,8 @@ QUICK: dict[str, list[tuple[str, dict[str, int]]]] = {
     "reduce": [(f"{r}_{ax}", {"A": 4, "B": 64, "C": 63}) for r in ("sum", "mean", "max") for ax in ("dim1", "last")],
     "transpose": [("transpose", {"M": 96, "N": 65}), ("permute0213", {"B": 2, "S": 16, "H": 4, "D": 32})],
     "elementwise": [("bias_gelu", {"M": 64, "N": 1000}), ("chain5", {"M": 64, "N": 1000})],
+    "scan": [("cumsum_last", {"M": 7, "N": 1500}), ("cumsum_first", {"M": 1500, "N": 7}),
+             ("cumsum_1d", {"N": 9001}), ("cummax_rev_cols", {"M": 3001, "N": 5})],
 }
 
 SUITE_NAMES = tuple(FULL) + ("all",)

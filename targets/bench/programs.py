@@ -68,6 +68,22 @@ func bias_gelu(x: {dt}[M, N], bias: {dt}[N]) -> (y: {dt}[M, N]) {
 func chain5(x: {dt}[M, N]) -> (y: {dt}[M, N]) {
   y[i, j] = sigmoid(exp(abs(x[i, j]) * -0.5) * 2.0 + 1.0)
 }""",
+    "cumsum_last": """
+func cumsum_last(x: {dt}[M, N]) -> (y: {dt}[M, N]) {
+  y[i, j] = cumsum(x[i, j], j)
+}""",
+    "cumsum_first": """
+func cumsum_first(x: {dt}[M, N]) -> (y: {dt}[M, N]) {
+  y[i, j] = cumsum(x[i, j], i)
+}""",
+    "cumsum_1d": """
+func cumsum_1d(x: {dt}[N]) -> (y: {dt}[N]) {
+  y[i] = cumsum(x[i], i)
+}""",
+    "cummax_rev_cols": """
+func cummax_rev_cols(x: {dt}[M, N]) -> (y: {dt}[M, N]) {
+  y[i, j] = cummax(x[i, j], i, reverse=1)
+}""",
 }
 
 
