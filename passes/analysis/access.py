@@ -154,7 +154,7 @@ class KernelInfo:
 
 
 def slice_len(s: ir.Slice) -> int:
-    from gir.affine import free_vars, slice_extent
+    from gir.affine import slice_extent
     n = slice_extent(s.start, s.stop)
     if n is None:
         raise GirError("slice length must be a constant (stop - start)", s.loc)

@@ -16,8 +16,6 @@ The operands of the tiles not kept are read twice; results are written once (rem
 """
 from __future__ import annotations
 
-import dataclasses
-
 from gir import ir
 from gir.passes.remarks import Remark
 from gir.scan import identity
