@@ -55,9 +55,10 @@ static __device__ __forceinline__ double gir_gelu_tanh(double x) {
 # `chain OP dst <- src over g via st[k]` (a single-pass scan across blocks): block g of the chain (thread 0, or
 # every thread for a chain per thread) publishes its aggregate in its 64-bit status word (flag 1), combines the
 # words of blocks g-1, g-2, ... (`stride` words apart) until one holds an inclusive prefix (flag 2), publishes its
-# own inclusive prefix (flag 2) and returns the exclusive one. A word is (flag << 32) | the value's bits, written by one atomic exchange and read by one
-# volatile load, so a flag never arrives without its value. The words start at 0 (a kernel zeroes them first).
-# Blocks wait only on blocks of lower index, which the hardware starts first (as CUB's single-pass scan assumes).
+# own inclusive prefix (flag 2) and returns the exclusive one. A word is (flag << 32) | the value's bits, written
+# by one atomic exchange and read by one volatile load, so a flag never arrives without its value. The words
+# start at 0 (a kernel zeroes them first). Blocks wait only on blocks of lower index, which the hardware starts
+# first (as CUB's single-pass scan assumes).
 CHAIN_HELPERS = """\
 union gir_chain_word { unsigned u; float f; int i; };
 static __device__ __forceinline__ unsigned gir_chain_bits(float v) { gir_chain_word w; w.f = v; return w.u; }

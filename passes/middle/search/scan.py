@@ -29,6 +29,7 @@ from gir.passes.builtin.exprs import substitute_vars, var_names
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
+from gir.passes.middle.search.scan_chain_text import ChainedText
 from gir.passes.middle.search.scan_text import MAX_GRID, VEC, KernelText, ScanStmt
 from gir.scan import scan_of
 
@@ -196,9 +197,10 @@ def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int,
         texts, allocs, names = [], [], []
         for k, w in enumerate(ways):
             kn = name if k == 0 else f"{name}_{k}"
-            kt = KernelText(g, w, threads)
-            texts += [kt.column_init_text(kn, f"{kn}_init", L), KernelText(g, w, threads).columns_chained(kn, L)]
-            allocs += kt.column_status_allocs(kn)
+            kt = ChainedText(g, w, threads)
+            texts += [kt.init_text(kn, f"{kn}_init", L, columns=True),
+                      ChainedText(g, w, threads).columns_chained(kn, L)]
+            allocs += kt.status_allocs(kn, columns=True)
             names += [f"{kn}_init", kn]
         return Emitted(texts, allocs, names)
 
@@ -222,9 +224,9 @@ def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slice
                    notes={"mapping": "scan-chained", "segments": f"{segs} of {C * threads * VEC} elements"})
 
     def emit(name: str) -> Emitted:
-        kt = KernelText(g, scans, threads)
+        kt = ChainedText(g, scans, threads)
         init = f"{name}_init"
-        return Emitted([kt.init_text(name, init, C * threads * VEC), KernelText(g, scans, threads).chained(name, C)],
+        return Emitted([kt.init_text(name, init, C * threads * VEC), ChainedText(g, scans, threads).chained(name, C)],
                        kt.status_allocs(name), [init, name])
 
     return Candidate(dec, "scan-chained", seconds, traffic, 0.0, comp, emit, None, {"mapping": "scan-chained"})

@@ -25,7 +25,6 @@ from gir.passes.builtin.exprs import map_expr, refs, var_names
 MAX_GRID = 3            # grid dimensions; further non-scan axes are walked by each thread
 VEC = 4                 # elements each thread scans serially per chunk (rows)
 REGS = "@regs"          # placeholder line: operand registers are allocated there once the body is written
-CHAIN_OP = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
 
 
 def acc_dtype(g, s) -> ir.DType:
@@ -57,11 +56,6 @@ class ScanStmt:
 
     def var_at(self, pos: int) -> str:
         return self.s.out_vars[pos]
-
-
-def status_name(kernel: str, sc: ScanStmt) -> str:
-    """The @global status words of statement sc's chains in the chained kernel `kernel` (unique per kernel)."""
-    return f"_{kernel}_cs{sc.k}"
 
 
 class KernelText:
@@ -267,151 +261,6 @@ class KernelText:
             self.close()
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
         return self.finish()
-
-    def columns_chained(self, name: str, seg: int) -> str:
-        """scan-columns cut along the scan axis into segments of `seg` positions (cdiv(S, seg) of them), one block
-        per segment and lane block: each thread scans its column's segment into `_cseg` (shared, one column per
-        thread), chains its total with the same column of the earlier segments (a chain per thread, status word
-        [.., segment, column]) and stores prefix (+) value. One direction (the caller groups them so); at most
-        one position besides the lanes and the scan axis."""
-        T, c = self.T, self.n - 1
-        positions = [i for i in range(self.n) if i not in (self.pos, c)]
-        reverse = self.scans[0].p.reverse
-        self.open(f"kernel {name}")
-        self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
-        env = self.grid(positions)
-        self.open(f"parallel _gs in 0..cdiv({self.S}, {seg}) @block")
-        for sc in self.scans:
-            self.line(f"alloc _cseg{sc.k}: {sc.acc.value}[{seg * T}] @shared")
-        self.open(f"parallel _t in 0..{T} @thread")
-        self.line(REGS)
-        self.scratch((("_acc", 1), ("_pre", 1)))
-        env[c] = f"{T} * _gc + _t"
-        for sc in self.scans:
-            self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
-        q = f"{seg} * _gs + _q"
-        a = f"{self.S} - 1 - ({q})" if reverse else q
-        at = f"{T} * _q + _t"
-        self.open(f"for _q in 0..{seg}")
-        self.held = {}
-        for sc in self.scans:
-            self.value(sc, env, a)
-        self.open(f"if {q} >= {self.S}")
-        for sc in self.scans:
-            self.line(f"_v{sc.k}[0:1] = {sc.ident}")
-        self.close()
-        for sc in self.scans:
-            acc, step = f"_acc{sc.k}[0:1]", f"_acc{sc.k}[0:1] = {sc.combine(f'_acc{sc.k}[0:1]', f'_v{sc.k}[0:1]')}"
-            if sc.p.exclusive:
-                self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
-                self.line(step)
-            else:
-                self.line(step)
-                self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
-        self.close()
-        word = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs", env[c]])
-        self.open(f"if {env[c]} < {self.extent(c)}")   # the same threads skip it in every block of their chain
-        for sc in self.scans:
-            self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _acc{sc.k}[0:1] over _gs via "
-                      f"{status_name(name, sc)}[{word}]")
-        self.close()
-        self.open(f"for _q in 0..{seg}")
-        for sc in self.scans:
-            k = sc.k
-            self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
-            self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
-            self.store(sc, env, a, f"_v{k}[0:1]")
-        self.close(1 + 1 + 1 + len(positions) + 1 + 1)
-        return self.finish()
-
-    def column_status_allocs(self, name: str) -> list[str]:
-        """One status word per column and segment, [the other position's extent, S, columns] (S rows of which
-        the cdiv(S, seg) segments use the first; allocations take size names, not expressions)."""
-        c = self.n - 1
-        dims = [str(self.extent(i)) for i in range(self.n) if i not in (self.pos, c)] + [self.S, str(self.extent(c))]
-        return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims)}] @global" for sc in self.scans]
-
-    def column_init_text(self, name: str, kernel: str, seg: int) -> str:
-        """The kernel zeroing the words of the column chains' first cdiv(S, seg) rows."""
-        T, c = 256, self.n - 1
-        positions = [i for i in range(self.n) if i not in (self.pos, c)]
-        self.lines, self.depth = [], 0
-        self.open(f"kernel {kernel}")
-        for k, i in enumerate(positions):
-            self.open(f"parallel _g{k} in 0..{self.extent(i)} @block")
-        self.open(f"parallel _gz in 0..cdiv({self.S}, {seg}) @block")
-        self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
-        self.open(f"parallel _t in 0..{T} @thread")
-        self.line("alloc _z: i64[1] @reg")
-        self.line("_z[0:1] = 0")
-        at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gz", f"{T} * _gc + _t:{T} * _gc + _t + 1"])
-        for sc in self.scans:
-            self.line(f"store {status_name(name, sc)}[{at}] <- _z[0:1] with mask")
-        self.close(4 + len(positions))
-        return "\n".join(self.lines)
-
-    def chained(self, name: str, chunks: int) -> str:
-        """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the segment axis `_gs` innermost on
-        the grid): a block scans its segment into `_seg`, gets the combination of the segments before it through
-        `chain` (one status word per block in status_name(), zeroed by init_text()) and stores prefix (+) value. Every
-        statement walks in one direction (the caller checks); at most MAX_GRID - 1 other positions."""
-        T, V = self.T, VEC
-        positions = [i for i in range(self.n) if i != self.pos]
-        reverse = self.scans[0].p.reverse
-        self.open(f"kernel {name}")
-        env = self.grid(positions)
-        L = chunks * T * V
-        self.open(f"parallel _gs in 0..cdiv({self.S}, {L}) @block")
-        for sc in self.scans:
-            self.line(f"alloc _sh{sc.k}: {sc.acc.value}[{T * V}] @shared")
-            self.line(f"alloc _tot{sc.k}: {sc.acc.value}[{T}] @shared")
-            self.line(f"alloc _seg{sc.k}: {sc.acc.value}[{L}] @shared")
-        self.open(f"parallel _t in 0..{T} @thread")
-        self.line(REGS)
-        self.scratch((("_loc", V), ("_a", 1), ("_b", 1), ("_carry", 1), ("_pre", 1)))
-        self.row_pass(self.scans, env, reverse, {}, chunks=chunks)
-        at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs"])
-        for sc in self.scans:
-            self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _carry{sc.k}[0:1] over _gs via "
-                      f"{status_name(name, sc)}[{at}]")
-        self.line("sync @block")
-        self.open(f"for _c in 0..{chunks}")
-        self.open(f"for _e in 0..{V}")
-        q = f"{L} * _gs + {T * V} * _c + {T} * _e + _t"
-        a = f"{self.S} - 1 - ({q})" if reverse else q
-        for sc in self.scans:
-            k, at = sc.k, f"{T * V} * _c + {T} * _e + _t"
-            self.line(f"copy _v{k}[0:1] <- _seg{k}[{at}:{at} + 1]")
-            self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
-            self.store(sc, env, a, f"_v{k}[0:1]")
-        self.close(2 + 1 + 1 + len(positions) + 1)
-        return self.finish()
-
-    def status_allocs(self, name: str) -> list[str]:
-        """One status word per block, [the other positions' extents..., S] (a block's predecessors in its chain
-        are the words just before it). Allocation sizes are size names or numbers, not expressions, so a row has
-        S words, of which the cdiv(S, L) segments use the first."""
-        dims = [str(self.extent(i)) for i in range(self.n) if i != self.pos] + [self.S]
-        return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims)}] @global" for sc in self.scans]
-
-    def init_text(self, name: str, kernel: str, seg_len: int) -> str:
-        """The kernel that zeroes the chains' status words (the first cdiv(S, seg_len) of a row) before the scan
-        kernel runs."""
-        T = 256
-        self.lines, self.depth = [], 0
-        self.open(f"kernel {kernel}")
-        positions = [i for i in range(self.n) if i != self.pos]
-        for k, i in enumerate(positions):
-            self.open(f"parallel _g{k} in 0..{self.extent(i)} @block")
-        self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}, {seg_len}), {T}) @block")
-        self.open(f"parallel _t in 0..{T} @thread")
-        self.line("alloc _z: i64[1] @reg")
-        self.line("_z[0:1] = 0")
-        at = ", ".join([f"_g{k}" for k in range(len(positions))] + [f"{T} * _gz + _t:{T} * _gz + _t + 1"])
-        for sc in self.scans:
-            self.line(f"store {status_name(name, sc)}[{at}] <- _z[0:1] with mask")
-        self.close(3 + len(positions))
-        return "\n".join(self.lines)
 
     def row_pass(self, group: list[ScanStmt], env: dict[int, str], reverse: bool, cache: dict,
                  out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0, chunks: int = 0) -> None:
