@@ -95,6 +95,55 @@ static __device__ __forceinline__ float gir_chain_low(float) { return -__builtin
 static __device__ __forceinline__ int gir_chain_low(int) { return (int)0x80000000u; }
 static __device__ __forceinline__ float gir_chain_high(float) { return __builtin_huge_valf(); }
 static __device__ __forceinline__ int gir_chain_high(int) { return 0x7fffffff; }
+// 64-bit values: three words per block, [flag, aggregate, inclusive prefix]; a value is written before its flag
+// with a fence between, and read after the flag with a fence between.
+union gir_chain_word64 { unsigned long long u; double f; long long i; };
+static __device__ __forceinline__ unsigned long long gir_chain_bits64(double v) { gir_chain_word64 w; w.f = v; return w.u; }
+static __device__ __forceinline__ unsigned long long gir_chain_bits64(long long v) { gir_chain_word64 w; w.i = v; return w.u; }
+static __device__ __forceinline__ void gir_chain_get64(unsigned long long u, double* v) { gir_chain_word64 w; w.u = u; *v = w.f; }
+static __device__ __forceinline__ void gir_chain_get64(unsigned long long u, long long* v) { gir_chain_word64 w; w.u = u; *v = w.i; }
+template <typename T, typename F>
+static __device__ T gir_chain64(long long* status, long long k, long long stride, T agg, T ident, F op) {
+  volatile unsigned long long* st = (volatile unsigned long long*)status;
+  T excl = ident;
+  if (k > 0) {
+    st[1] = gir_chain_bits64(agg);
+    __threadfence();
+    atomicExch((unsigned long long*)status, 1ull);
+    for (long long j = 1; j <= k; ++j) {
+      volatile unsigned long long* p = st - j * stride;
+      unsigned long long f;
+      do {
+        f = p[0];
+      } while (f == 0ull);
+      __threadfence();
+      T v;
+      gir_chain_get64(f == 2ull ? p[2] : p[1], &v);
+      excl = op(v, excl);
+      if (f == 2ull) break;
+    }
+  }
+  st[2] = gir_chain_bits64(k > 0 ? op(excl, agg) : agg);
+  __threadfence();
+  atomicExch((unsigned long long*)status, 2ull);
+  return excl;
+}
+static __device__ __forceinline__ double gir_chain_low(double) { return -__builtin_huge_val(); }
+static __device__ __forceinline__ long long gir_chain_low(long long) { return (long long)0x8000000000000000ull; }
+static __device__ __forceinline__ double gir_chain_high(double) { return __builtin_huge_val(); }
+static __device__ __forceinline__ long long gir_chain_high(long long) { return 0x7fffffffffffffffll; }
+template <typename T> static __device__ T gir_chain64_sum(long long* s, long long k, T a, long long d) {
+  return gir_chain64(s, k, d, a, (T)0, gir_chain_op_add());
+}
+template <typename T> static __device__ T gir_chain64_prod(long long* s, long long k, T a, long long d) {
+  return gir_chain64(s, k, d, a, (T)1, gir_chain_op_mul());
+}
+template <typename T> static __device__ T gir_chain64_max(long long* s, long long k, T a, long long d) {
+  return gir_chain64(s, k, d, a, gir_chain_low(a), gir_chain_op_max());
+}
+template <typename T> static __device__ T gir_chain64_min(long long* s, long long k, T a, long long d) {
+  return gir_chain64(s, k, d, a, gir_chain_high(a), gir_chain_op_min());
+}
 template <typename T> static __device__ T gir_chain_sum(long long* s, long long k, T a, long long d) {
   return gir_chain(s, k, d, a, (T)0, gir_chain_op_add());
 }

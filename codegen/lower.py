@@ -379,7 +379,8 @@ class KernelLowerer:
             aff = to_affine(ix.start if isinstance(ix, ir.Slice) else ix)
             coeff = aff.coeffs.get(s.var, 0) if aff is not None else 0
             stride = add(mul(stride, st.buf.dim(d)), C.Num(coeff))
-        call = C.Call(f"gir_chain_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
+        wide = "64" if ir.DType(src.buf.dtype).nbytes == 8 else ""
+        call = C.Call(f"gir_chain{wide}_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
                                             C.Cast("i64", index_expr(ir.Var(s.var))),
                                             C.Index(src.buf.cname, src.offset((0,) * len(src.shape))),
                                             C.Cast("i64", stride)))

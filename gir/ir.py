@@ -223,7 +223,8 @@ class Chain:
     `chain sum p[0:1] <- a[0:1] over g via st[k]`. Block g (g = 0, 1, ... of the @block variable `var`; the other
     grid coordinates name independent chains) reaches it with `src`, its aggregate; `target` receives the `op`
     combination of the aggregates of the earlier blocks 0 .. g - 1 of its chain (the identity in block 0).
-    `status` is the block's 64-bit status word, one element of an @global i64 tensor that is zero when the kernel
+    `status` is the block's 64-bit status word (32-bit values: flag and value in one word; 64-bit values: three
+    consecutive words, flag, aggregate and prefix), in an @global i64 tensor whose flags are zero when the kernel
     starts; the earlier blocks' words are `status` with `var` replaced by 0 .. g - 1. When the index of `status`
     uses a @thread variable, every thread has a chain of its own (its own `src`); otherwise the block has one and
     `src` is the same in every thread of the block."""

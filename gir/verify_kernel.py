@@ -386,12 +386,14 @@ class KernelVerifier:
                                 r.loc or s.loc)
         if dst is not None and src is not None and dst.type.dtype != src.type.dtype:
             self.diag.error(f"chain cannot convert {src.type.dtype.value} to {dst.type.dtype.value}", s.loc)
-        if src is not None and src.type.dtype.nbytes != 4:
-            self.diag.error(f"chain carries 32-bit values (f32, i32), not {src.type.dtype.value}: a status word "
-                            "holds a flag and the value", s.loc)
+        words = 3 if src is not None and src.type.dtype.nbytes == 8 else 1
+        if src is not None and src.type.dtype.nbytes not in (4, 8):
+            self.diag.error(f"chain carries 32- or 64-bit values (f32, i32, f64, i64), not {src.type.dtype.value}",
+                            s.loc)
         if st is not None and (not st.level.off_chip or st.type.dtype != ir.DType.i64 or
-                               region_shape(s.status) not in ((1,), ())):
-            self.diag.error("the chain's status is one element of an @global i64 tensor", s.status.loc or s.loc)
+                               region_shape(s.status) not in ({(1,), ()} if words == 1 else {(3,)})):
+            what = "one element" if words == 1 else "a [k:k + 3] region (flag, aggregate, prefix: a 64-bit value)"
+            self.diag.error(f"the chain's status is {what} of an @global i64 tensor", s.status.loc or s.loc)
         if st is not None and s.status.name in {p.name for p in self.func.params + self.func.results}:
             self.diag.error(f"the chain's status words are scratch: allocate them at function level, not in "
                             f"'{s.status.name}', a parameter or result", s.status.loc or s.loc)

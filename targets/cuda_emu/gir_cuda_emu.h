@@ -60,6 +60,7 @@ static inline unsigned long long atomicExch(unsigned long long* a, unsigned long
   *a = v;
   return old;
 }
+#define __threadfence() ((void)0)
 
 // ------------------------------------------------------------------ 16-bit floats
 // Raw 16-bit storage like CUDA's classes; conversions round to nearest even.

@@ -133,11 +133,14 @@ def test_round_trip_and_keywords():
 
 
 def test_one_row_is_chained_across_blocks(tmp_path):
-    """A 1-D scan is cut into segments chained across blocks (tests/schedule/test_scan_chained.py); an f64 one,
-    whose running value does not fit a status word, stays on one block and is remarked."""
-    for dtype, said in (("f32", "chained (of 2 candidates"), ("f64", "single-block scan")):
-        p = tmp_path / f"s_{dtype}.gir"
-        p.write_text(f"func f(x: {dtype}[N]) -> (y: {dtype}[N]) {{\n  y[i] = cumsum(x[i], i)\n}}\n")
+    """A 1-D scan is cut into segments chained across blocks (tests/schedule/test_scan_chained.py); siblings in
+    both directions, which do not chain in one order, stay on one block and are remarked."""
+    one = "func f(x: f64[N]) -> (y: f64[N]) {\n  y[i] = cumsum(x[i], i)\n}\n"
+    both = ("func f(x: f32[N]) -> (y: f32[N], z: f32[N]) {\n  y[i] = cumsum(x[i], i)\n"
+            "  z[i] = cummax(x[i], i, reverse=1)\n}\n")
+    for k, (src, said) in enumerate(((one, "chained (of 2 candidates"), (both, "single-block scan"))):
+        p = tmp_path / f"s{k}.gir"
+        p.write_text(src)
         proc = subprocess.run([sys.executable, "-m", "gir", "run", str(p), "--target", "sim", "--sizes", "N=5000",
                                "-R"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr

@@ -109,15 +109,31 @@ def test_traffic_of_a_long_1d_scan():
     assert res.stats.total.global_bytes <= 1.01 * 2 * 4 * (1 << 20)
 
 
-def test_f64_stays_on_one_block_and_says_why():
-    from gir.passes.base import PassContext
-    module, sizes = _program("cumsum", "f64", (5000,), 0, 0)
-    ctx = PassContext(target="sim")
-    from gir.passes.middle import run_default
-    low, ctx = run_default(module, "sim", {"sizes": sizes}, ctx)
-    assert not _chained(low.funcs[0])
-    text = " ".join(r.message for r in ctx.remarks if r.kind == "missed")
-    assert "f64 running value does not fit a 64-bit status word" in text
+@pytest.mark.parametrize("dtype", ["f64", "i64"])
+@pytest.mark.parametrize("target", ["sim", "cuda_emu"])
+def test_64_bit_running_values(dtype, target):
+    """A 64-bit running value takes three status words (flag, aggregate, prefix) per participant."""
+    for op, shape, run in (("cumsum", (20011,), _run), ("cummax", (3001, 7), _run_columns)):
+        module, sizes = (_program if run is _run else _column_program)(op, dtype, shape, 1, 1)
+        rng = np.random.default_rng(3)
+        x = (rng.integers(-1000, 1000, shape) if dtype == "i64" else rng.standard_normal(shape)).astype(dtype.replace(
+            "f", "float").replace("i", "int"))
+        w = np.ones(shape[0] if run is _run_columns else shape[-1], x.dtype)
+        f = lower_module(module, "cuda", {"sizes": sizes}).funcs[0]
+        assert _chained(f)
+        if target == "sim":
+            res = run_func(f, {"x": x, "w": w}, sizes)
+        else:
+            from gir.targets.cuda_emu.run import available, run_func as emu
+            if not available():
+                pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
+            res = emu(f, {"x": x, "w": w}, sizes=sizes)
+        axis = len(shape) - (2 if run is _run_columns else 1)
+        want = _reference(op, x.astype(np.int64 if dtype == "i64" else np.float64), axis, 1, 1, "i32" if dtype == "i64"
+                          else "f32")
+        if dtype == "i64" and op == "cummax":   # the exclusive identity of an i64 cummax is INT64_MIN
+            want = np.where(want == np.iinfo(np.int32).min, np.iinfo(np.int64).min, want)
+        assert compare(res.outputs["y"], want, ir.DType(dtype)).passed, (dtype, op, target)
 
 
 def test_mixed_directions_stay_on_one_block():

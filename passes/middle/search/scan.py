@@ -29,7 +29,7 @@ from gir.passes.builtin.exprs import substitute_vars, var_names
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
-from gir.passes.middle.search.scan_chain_text import ChainedText
+from gir.passes.middle.search.scan_chain_text import ChainedText, status_words
 from gir.passes.middle.search.scan_text import MAX_GRID, VEC, KernelText, ScanStmt
 from gir.scan import scan_of
 
@@ -132,9 +132,6 @@ def _chain_plan(scans: list[ScanStmt], slices: int, extent: int, threads: int, h
         return "enough rows"
     if len({x.p.reverse for x in scans}) > 1:
         return "siblings in both directions do not chain in one order"
-    wide = [x for x in scans if x.acc.nbytes != 4]
-    if wide:
-        return f"the {wide[0].acc.value} running value does not fit a 64-bit status word with its flag"
     if len(scans[0].s.out_vars) - 1 > MAX_GRID - 1:
         return "more than two other axes"
     chunk = threads * VEC
@@ -158,9 +155,6 @@ def _column_chain_plan(ways: list, slices: int, extent: int, threads: int, cols:
     not (a string)."""
     if slices >= m.sms * 256:
         return "enough columns"
-    wide = [x for w in ways for x in w if x.acc.nbytes != 4]
-    if wide:
-        return f"the {wide[0].acc.value} running value does not fit a 64-bit status word with its flag"
     if others > 1:
         return "more than one axis besides the columns and the scan axis"
     room = m.smem_per_block_default - SHARED_SLACK
@@ -183,7 +177,7 @@ def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int,
     L, segs, threads = plan["seg"], plan["segs"], plan["threads"]
     blocks = slices // max(1, cols) * -(-cols // threads) * segs
     util = min(1.0, blocks * threads / (m.sms * 1024.0)) * min(1.0, cols / threads)
-    status = 8.0 * slices * segs * sum(len(w) for w in ways)
+    status = 8.0 * slices * segs * sum(status_words(x) for w in ways for x in w)
     traffic = comp + 3 * status          # zeroed, written, read by the successor's look-back
     seconds = traffic / m.dram_bw / max(util * 0.85, 1e-3) + 2 * m.launch_s * len(ways)
     c = s.out_vars[-1]
@@ -215,7 +209,7 @@ def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slice
     segs, C = plan["segs"], plan["chunks"]
     blocks = slices * segs
     util = min(1.0, blocks * threads / (m.sms * 1024.0))
-    status = 8.0 * blocks * len(scans)
+    status = 8.0 * blocks * sum(status_words(x) for x in scans)
     traffic = comp + 3 * status          # zeroed, written, read by the successor's look-back
     seconds = traffic / m.dram_bw / max(util * 0.85, 1e-3) + 2 * m.launch_s
     others = tuple(v for v in s.out_vars if v != p.axis)

@@ -15,6 +15,17 @@ def status_name(kernel: str, sc: ScanStmt) -> str:
 
 
 
+def status_words(sc: ScanStmt) -> int:
+    """Words of a chain's status: one (flag and a 32-bit value), or three for a 64-bit running value (flag,
+    aggregate, prefix; docs/explicit-layer.md)."""
+    return 3 if sc.acc.nbytes == 8 else 1
+
+
+def status_ref(name: str, sc: ScanStmt, at: str) -> str:
+    """The status of statement sc's chain at the index text `at`."""
+    return f"{status_name(name, sc)}[{at}{', 0:3' if status_words(sc) == 3 else ''}]"
+
+
 class ChainedText(KernelText):
     """Text of one chained scan kernel (and of the kernel zeroing its status words) over `scans`."""
 
@@ -63,7 +74,7 @@ class ChainedText(KernelText):
         self.open(f"if {env[c]} < {self.extent(c)}")   # the same threads skip it in every block of their chain
         for sc in self.scans:
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _acc{sc.k}[0:1] over _gs via "
-                      f"{status_name(name, sc)}[{word}]")
+                      f"{status_ref(name, sc, word)}")
         self.close()
         self.open(f"for _q in 0..{seg}")
         for sc in self.scans:
@@ -98,7 +109,7 @@ class ChainedText(KernelText):
         at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs"])
         for sc in self.scans:
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _carry{sc.k}[0:1] over _gs via "
-                      f"{status_name(name, sc)}[{at}]")
+                      f"{status_ref(name, sc, at)}")
         self.line("sync @block")
         self.open(f"for _c in 0..{chunks}")
         self.open(f"for _e in 0..{V}")
@@ -120,7 +131,8 @@ class ChainedText(KernelText):
         c = self.n - 1
         dims = [str(self.extent(i)) for i in range(self.n) if i != self.pos and not (columns and i == c)]
         dims += [self.S] + ([str(self.extent(c))] if columns else [])
-        return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims)}] @global" for sc in self.scans]
+        return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims + (['3'] if status_words(sc) == 3 else []))}] "
+                "@global" for sc in self.scans]
 
     def init_text(self, name: str, kernel: str, seg: int, columns: bool = False) -> str:
         """The kernel zeroing the status words of the first cdiv(S, seg) segments before the scan kernel runs."""
@@ -141,7 +153,8 @@ class ChainedText(KernelText):
         self.line("alloc _z: i64[1] @reg")
         self.line("_z[0:1] = 0")
         at = ", ".join([f"_g{k}" for k in range(len(positions))] + last)
-        for sc in self.scans:
-            self.line(f"store {status_name(name, sc)}[{at}] <- _z[0:1] with mask")
+        for sc in self.scans:   # the flags (a 64-bit value's other words are written before they are read)
+            self.line(f"store {status_name(name, sc)}[{at}{', 0' if status_words(sc) == 3 else ''}] <- _z[0:1] "
+                      "with mask")
         self.close(3 + columns + len(positions))
         return "\n".join(self.lines)
