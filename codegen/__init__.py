@@ -29,6 +29,7 @@ class KernelSource:
     meta: dict = field(default_factory=dict)
     body: str = ""
     prelude: str = ""
+    chain: bool = False   # the prelude holds the look-back helpers of `chain` (cstyle.CHAIN_HELPERS)
 
     def to_json(self) -> str:
         return json.dumps(self.meta, indent=2) + "\n"
@@ -119,7 +120,7 @@ def emit_func(func: ir.Func, target: str = "cuda", sizes: dict[str, int] | None 
         meta = {"name": kernel.name, "func": func.name, "target": target, "grid": describe_grid(lw.plan),
                 "block": list(lw.block), "shared_bytes": {"static": shared, "dynamic": 0},
                 "index_type": kernel_index, "args": args}
-        out.append(KernelSource(kernel.name, target, prelude + "\n" + body, meta, body, prelude))
+        out.append(KernelSource(kernel.name, target, prelude + "\n" + body, meta, body, prelude, lw.uses_chain))
     return out
 
 
@@ -139,7 +140,7 @@ def combined_source(kernels: list[KernelSource]) -> str:
             if line.startswith("#include") and line not in includes:
                 includes.append(line)
     from gir.codegen.cstyle import CHAIN_HELPERS, HELPERS
-    helpers = HELPERS + (CHAIN_HELPERS if any(CHAIN_HELPERS in ks.prelude for ks in kernels) else "")
+    helpers = HELPERS + (CHAIN_HELPERS if any(ks.chain for ks in kernels) else "")
     return "\n".join(includes) + "\n\n" + helpers + "\n" + "\n".join(ks.body for ks in kernels)
 
 

@@ -17,6 +17,7 @@ from gir.codegen.exprs import Compute, add, cname, combine, index_expr, mul, rea
 from gir.codegen.launch import LaunchPlan, extent_expr, plan_launch
 from gir import ir
 from gir.affine import Affine, free_vars, slice_extent, to_affine
+from gir.chain import per_thread, stride_coeffs
 from gir.walk import stmt_exprs, walk_stmts
 from gir.errors import GirError
 
@@ -367,17 +368,14 @@ class KernelLowerer:
         """`gir_chain_OP(word, g, value, stride)` (cstyle.CHAIN_HELPERS) runs the decoupled look-back: in every
         thread for a chain per thread (the status index names a thread variable), else in thread 0, which leaves
         the block's exclusive prefix in a shared slot that every thread reads between two barriers."""
-        per_thread = bool(set(ctx.thread_vars) & {n for i in s.status.index for n in free_vars(
-            i.start if isinstance(i, ir.Slice) else i)})
-        if not ctx.in_threads or (ctx.guarded and not per_thread):
+        thread_chain = per_thread(s, ctx.thread_vars)
+        if not ctx.in_threads or (ctx.guarded and not thread_chain):
             raise GirError("chain must be reached by every thread of the block (inside an unguarded @thread scope)",
                            s.loc)
         src, dst, st = self.region(s.src), self.region(s.target), self.region(s.status)
         self.uses_chain = True
         stride: C.CExpr = C.Num(0)
-        for d, ix in enumerate(s.status.index):
-            aff = to_affine(ix.start if isinstance(ix, ir.Slice) else ix)
-            coeff = aff.coeffs.get(s.var, 0) if aff is not None else 0
+        for d, coeff in enumerate(stride_coeffs(s)):
             stride = add(mul(stride, st.buf.dim(d)), C.Num(coeff))
         wide = "64" if ir.DType(src.buf.dtype).nbytes == 8 else ""
         call = C.Call(f"gir_chain{wide}_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
@@ -385,7 +383,7 @@ class KernelLowerer:
                                             C.Index(src.buf.cname, src.offset((0,) * len(src.shape))),
                                             C.Cast("i64", stride)))
         to = C.Index(dst.buf.cname, dst.offset((0,) * len(dst.shape)))
-        if per_thread:
+        if thread_chain:
             return [C.Assign(to, call)]
         slot = self.fresh("chain")
         self.shared.append(C.Decl(src.buf.dtype, slot, size=1, space="shared"))

@@ -387,7 +387,8 @@ def _to_entry(kernel: Kernel, program: Program) -> dict:
 
     return {"target": kernel.target, "func": kernel.name, "sizes": program.sizes,
             "explicit": print_module(ir.Module((program.explicit,))),
-            "kernels": [{"name": k.name, "source": k.source, "meta": k.meta, "body": k.body, "prelude": k.prelude}
+            "kernels": [{"name": k.name, "source": k.source, "meta": k.meta, "body": k.body, "prelude": k.prelude,
+                         "chain": k.chain}
                         for k in program.kernels],
             "remarks": program.remarks}
 
@@ -400,7 +401,8 @@ def _from_entry(entry: dict, name: str, sizes: dict[str, int], key: str) -> Prog
     try:
         module = parse_text(entry["explicit"], f"<gir cache {key[:12]}>", limits=False)
         explicit = module.func(name)
-        kernels = [KernelSource(k["name"], "cuda", k["source"], k["meta"], k.get("body", ""), k.get("prelude", ""))
+        kernels = [KernelSource(k["name"], "cuda", k["source"], k["meta"], k.get("body", ""), k.get("prelude", ""),
+                                k.get("chain", False))
                    for k in entry["kernels"]]
         remarks = [{"kind": r["kind"], "text": r["text"]} for r in entry["remarks"]]
     except (GirError, KeyError, TypeError, ValueError):

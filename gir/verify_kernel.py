@@ -70,9 +70,11 @@ class KernelVerifier:
         self.sizes = set(func.size_symbols())
         self.family: str | None = None
         self.block_lo: dict[str, ir.Expr] = {}   # @block variable -> its lower bound (chain indices start at 0)
+        self.chain_status: set[str] = set()
 
     def kernel(self, k: ir.Kernel) -> None:
         self.family = None
+        self.chain_status: set[str] = set()   # status tensors of the kernel's chains (one chain each)
         scope = Scope(dict(self.globals))
         if not k.body:
             self.diag.error(f"kernel '{k.name}' is empty", k.loc)
@@ -400,6 +402,14 @@ class KernelVerifier:
         if st is not None and not _steps_with(s.status, s.var):
             self.diag.error(f"the chain's status index must step with '{s.var}' (each block its own word, the "
                             "earlier blocks' words at the same index with an earlier value)", s.status.loc or s.loc)
+        for v in [v for v, lv in scope.vars.items() if lv is None]:
+            if st is not None and not _steps_with(s.status, v):
+                self.diag.error(f"a chain in the loop over '{v}' needs status words of its own for each trip: its "
+                                f"status index must step with '{v}'", s.status.loc or s.loc)
+        if st is not None and s.status.name in self.chain_status:
+            self.diag.error(f"a second chain on the status tensor '{s.status.name}' in this kernel: each chain needs "
+                            "status words of its own", s.status.loc or s.loc)
+        self.chain_status.add(s.status.name)
         if scope.vars.get(s.var) != ir.ParLevel.block:
             self.diag.error(f"chain must be over an enclosing @block variable, not '{s.var}'", s.loc)
         elif not (isinstance(self.block_lo.get(s.var), ir.Const) and self.block_lo[s.var].value == 0):

@@ -16,6 +16,7 @@ import islpy as isl
 
 from gir import ir
 from gir.affine import free_vars
+from gir.chain import per_thread
 from gir.errors import GirError
 from gir.verify_kernel import Buffer
 from gir.passes.analysis import isl_helpers as ih
@@ -239,9 +240,7 @@ class _Walker:
             # else the block: then by one thread); the earlier blocks' words are read under the chain's flags,
             # which order them
             inner = {v.name for v in vars if v.level in (ir.ParLevel.thread, ir.ParLevel.lane, ir.ParLevel.warp)}
-            per_thread = bool(inner & {n for i in s.status.index for n in free_vars(
-                i.start if isinstance(i, ir.Slice) else i)})
-            if per_thread:
+            if per_thread(s, inner):
                 self.emit(s, "chain-status", [self.acc(s.status, True)], vars, conds, path, sloops)
             else:
                 block_vars = [v for v in vars if v.name not in inner]

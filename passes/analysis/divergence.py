@@ -22,6 +22,7 @@ import z3
 
 from gir import ir
 from gir.affine import free_vars
+from gir.chain import per_thread
 from gir.passes.analysis import z3_helpers as zh
 from gir.passes.analysis.access import BARRIER_LEVELS, Instr
 from gir.passes.analysis.diagnostics import CheckDiagnostic, make
@@ -33,7 +34,9 @@ def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
     out = []
     for ins in ki.instrs:
         chain = ins.kind == "chain"   # a block's chain waits for every thread of its block, as a barrier does
-        if chain and set(ins.par_vars(*INNER)) & free_vars(ins.stmt.status):
+        if chain:
+            out += _chain_skipped(ins)
+        if chain and per_thread(ins.stmt, ins.par_vars(*INNER)):
             continue                  # a chain per thread: a thread may skip it, in every block of its chain
         if not chain and (ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS):
             continue
@@ -47,6 +50,19 @@ def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
             out.append(make("barrier", "could not prove the barrier block-uniform (timeout)", ins,
                             severity="warning"))
     return out
+
+
+def _chain_skipped(ins: Instr) -> list[CheckDiagnostic]:
+    """A chain under a condition, or in a loop whose bounds, name its chain variable: a block that skips it (or
+    a trip of it) leaves the blocks after it waiting for its status word."""
+    g = ins.stmt.var
+    conds = [c for c in ins.conds if g in free_vars(c)]
+    loops = [v.name for v in ins.vars if v.level is None and g in free_vars(v.lo) | free_vars(v.hi)]
+    if not conds and not loops:
+        return []
+    where = f"a condition on '{g}'" if conds else f"the loop over '{loops[0]}', whose bounds depend on '{g}'"
+    return [make("barrier", f"chain under {where}: a block of the chain that skips it leaves the blocks after it "
+                 "waiting for its status word", ins, notes=["every block of a chain must reach it, and as often"])]
 
 
 def check_collectives(ki, ctx) -> list[CheckDiagnostic]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
-from gir.affine import free_vars, to_affine
+from gir.affine import free_vars
+from gir.chain import per_thread, stride_coeffs
 from gir.errors import GirError
 from gir.scan import identity
 from gir.targets.sim.races import Tracker
@@ -284,7 +285,7 @@ class KernelExec(Values):
         self.prepare()
         n0 = self.frames[0].n
         act, ex = self.active.reshape(n0, -1), self.frames[-1].exists.reshape(n0, -1)
-        per_block = self.block_uniform(s.status)
+        per_block = not per_thread(s, [v for v, d in self.var_depth.items() if d >= 1])
         if per_block and (act.any(1) & (ex & ~act).any(1)).any():
             raise GirError("chain divergence: the chain is reached by some threads of a block but not by others",
                            s.loc, ["a chain must be under block-uniform control flow"])
@@ -340,12 +341,9 @@ class KernelExec(Values):
 
     def _chain_stride(self, s: ir.Chain) -> int:
         """How far apart the status words of consecutive blocks of a chain are (elements)."""
-        buf = self.buffers[s.status.name]
-        stride, inner = 0, 1
-        for ix, n in reversed(list(zip(s.status.index, buf.shape))):
-            aff = to_affine(ix.start if isinstance(ix, ir.Slice) else ix)
-            stride += (aff.coeffs.get(s.var, 0) if aff is not None else 0) * inner
-            inner *= int(n)
+        stride = 0
+        for coeff, n in zip(stride_coeffs(s), self.buffers[s.status.name].shape):
+            stride = stride * int(n) + coeff
         return stride
 
     def _assign(self, s: ir.Assign) -> None:

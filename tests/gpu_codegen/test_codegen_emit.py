@@ -75,7 +75,7 @@ def test_metadata_json_round_trip():
             assert meta == ks.meta
             kinds = [a["kind"] for a in meta["args"]]
             assert kinds == sorted(kinds, key=lambda k: k != "tensor")  # tensors first, then sizes
-            assert all(a["dtype"] in ("f32", "f16", "bf16", "i32", "i64", "bool") for a in meta["args"])
+            assert all(a["dtype"] in ("f32", "f64", "f16", "bf16", "i32", "i64", "bool") for a in meta["args"])
 
 
 def test_index_type_auto_and_forced():

@@ -14,7 +14,6 @@ def status_name(kernel: str, sc: ScanStmt) -> str:
     return f"_{kernel}_cs{sc.k}"
 
 
-
 def status_words(sc: ScanStmt) -> int:
     """Words of a chain's status: one (flag and a 32-bit value), or three for a 64-bit running value (flag,
     aggregate, prefix; docs/explicit-layer.md)."""
@@ -142,9 +141,9 @@ class ChainedText(KernelText):
         self.open(f"kernel {kernel}")
         for k, i in enumerate(positions):
             self.open(f"parallel _g{k} in 0..{self.extent(i)} @block")
-        if columns:
-            self.open(f"parallel _gz in 0..cdiv({self.S}, {seg}) @block")
+        if columns:   # the segments innermost (blockIdx.x: up to 2^31 - 1; y and z stop at 65,535)
             self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
+            self.open(f"parallel _gz in 0..cdiv({self.S}, {seg}) @block")
             last = ["_gz", f"{T} * _gc + _t:{T} * _gc + _t + 1"]
         else:
             self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}, {seg}), {T}) @block")
