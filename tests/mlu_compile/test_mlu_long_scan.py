@@ -16,21 +16,12 @@ from gir.targets.mlu.run import run_func
 from gir.targets.mlu import MLU370
 from gir.verifier import verify_module
 
-from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference, compare
+from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference, compare, row_scan_source
 
 
 def _long(op, dtype, shape, exclusive, reverse, weighted=False, seed=0):
-    names = "abc"[:len(shape)]
-    dims = ", ".join(f"D{k}" for k in range(len(shape)))
-    idx = ", ".join(names)
-    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
-    operand = f"x[{idx}]" + (f" * w[{names[-1]}]" if weighted else "")
-    if op == "cumprod" and dtype != "i32":
-        operand = f"1.0 + {operand} * 0.001"
-    src = (f"func f(x: {dtype}[{dims}], w: {dtype}[D{len(shape) - 1}]) -> (y: {dtype}[{dims}]) {{\n"
-           f"  y[{idx}] = {op}({operand}, {names[-1]}{flags})\n}}\n")
+    src, sizes = row_scan_source(op, dtype, shape, exclusive, reverse, weighted)
     f = parse_text(src).funcs[0]
-    sizes = {f"D{k}": n for k, n in enumerate(shape)}
     rng = np.random.default_rng(seed)
     x, w = _inputs(dtype, shape, rng, op), _inputs(dtype, shape[-1:], rng, op)
     if dtype == "i32" and op == "cumprod":

@@ -26,6 +26,20 @@ def _reference(op, e, axis, exclusive, reverse, dtype):
     return np.flip(y, axis) if reverse else y
 
 
+def row_scan_source(op, dtype, shape, exclusive, reverse, weighted=False) -> tuple[str, dict]:
+    """(source, sizes) of `y = op(x [* w], last axis)` over `shape` (the long-scan and chained-scan tests')."""
+    names = "abc"[:len(shape)]
+    dims = ", ".join(f"D{k}" for k in range(len(shape)))
+    idx = ", ".join(names)
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    operand = f"x[{idx}]" + (f" * w[{names[-1]}]" if weighted else "")
+    if op == "cumprod" and dtype != "i32":
+        operand = f"1.0 + {operand} * 0.001"
+    src = (f"func f(x: {dtype}[{dims}], w: {dtype}[D{len(shape) - 1}]) -> (y: {dtype}[{dims}]) {{\n"
+           f"  y[{idx}] = {op}({operand}, {names[-1]}{flags})\n}}\n")
+    return src, {f"D{k}": n for k, n in enumerate(shape)}
+
+
 def _inputs(dtype, shape, rng, op):
     if dtype == "i32":
         lo, hi = (-3, 4) if op == "cumprod" else (-50, 51)

@@ -15,20 +15,22 @@ from gir.rounding import rounding_bound
 from gir.targets.sim.run import run_func
 from gir.verifier import verify_module
 
-from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference, compare
+from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference, compare, row_scan_source
 
 
 def _program(op, dtype, shape, exclusive, reverse, weighted=False):
-    names = "abc"[:len(shape)]
-    dims = ", ".join(f"D{k}" for k in range(len(shape)))
-    idx = ", ".join(names)
-    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
-    operand = f"x[{idx}]" + (f" * w[{names[-1]}]" if weighted else "")
-    if op == "cumprod" and dtype != "i32":
-        operand = f"1.0 + {operand} * 0.001"
-    src = (f"func f(x: {dtype}[{dims}], w: {dtype}[D{len(shape) - 1}]) -> (y: {dtype}[{dims}]) {{\n"
-           f"  y[{idx}] = {op}({operand}, {names[-1]}{flags})\n}}\n")
-    return parse_text(src), {f"D{k}": n for k, n in enumerate(shape)}
+    src, sizes = row_scan_source(op, dtype, shape, exclusive, reverse, weighted)
+    return parse_text(src), sizes
+
+
+def _execute(f, inputs: dict, sizes: dict, target: str):
+    """Run the scheduled function on the SIMT simulator or, through its emitted CUDA, on the CUDA emulator."""
+    if target == "sim":
+        return run_func(f, inputs, sizes)
+    from gir.targets.cuda_emu.run import available, run_func as emu
+    if not available():
+        pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
+    return emu(f, inputs, sizes=sizes)
 
 
 def _expected(op, dtype, x, w, exclusive, reverse, weighted):
@@ -48,13 +50,7 @@ def _run(op, dtype, shape, exclusive=0, reverse=0, weighted=False, seed=0, targe
         x = np.where(np.abs(x) > 1, 1, x).astype(np.int32)
     low = lower_module(module, "cuda", {"sizes": sizes})
     f = low.funcs[0]
-    if target == "sim":
-        res = run_func(f, {"x": x, "w": w}, sizes)
-    else:
-        from gir.targets.cuda_emu.run import available, run_func as emu
-        if not available():
-            pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
-        res = emu(f, {"x": x, "w": w}, sizes=sizes)
+    res = _execute(f, {"x": x, "w": w}, sizes, target)
     want = _expected(op, dtype, x, w, exclusive, reverse, weighted)
     bound = rounding_bound(module.funcs[0], {"x": x, "w": w}, sizes)["y"]
     v = compare(res.outputs["y"], want, ir.DType(dtype), bound)
@@ -121,13 +117,7 @@ def test_64_bit_running_values(dtype, target):
         w = np.ones(shape[0] if run is _run_columns else shape[-1], x.dtype)
         f = lower_module(module, "cuda", {"sizes": sizes}).funcs[0]
         assert _chained(f)
-        if target == "sim":
-            res = run_func(f, {"x": x, "w": w}, sizes)
-        else:
-            from gir.targets.cuda_emu.run import available, run_func as emu
-            if not available():
-                pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
-            res = emu(f, {"x": x, "w": w}, sizes=sizes)
+        res = _execute(f, {"x": x, "w": w}, sizes, target)
         axis = len(shape) - (2 if run is _run_columns else 1)
         want = _reference(op, x.astype(np.int64 if dtype == "i64" else np.float64), axis, 1, 1, "i32" if dtype == "i64"
                           else "f32")
@@ -227,13 +217,7 @@ def _run_columns(op, dtype, shape, exclusive=0, reverse=0, seed=0, target="sim",
     if dtype == "i32" and op == "cumprod":
         x, w = (np.where(np.abs(a) > 1, 1, a).astype(np.int32) for a in (x, w))
     f = lower_module(module, "cuda", {"sizes": schedule_sizes or sizes}).funcs[0]
-    if target == "sim":
-        res = run_func(f, {"x": x, "w": w}, sizes)
-    else:
-        from gir.targets.cuda_emu.run import available, run_func as emu
-        if not available():
-            pytest.skip("no g++ with C++20 and _Float16 for the CUDA emulator")
-        res = emu(f, {"x": x, "w": w}, sizes=sizes)
+    res = _execute(f, {"x": x, "w": w}, sizes, target)
     wide = np.int32 if dtype == "i32" else np.float64
     e = x.astype(wide) * np.expand_dims(w.astype(wide), -1)
     if op == "cumprod" and dtype != "i32":
