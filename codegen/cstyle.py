@@ -132,29 +132,31 @@ static __device__ __forceinline__ double gir_chain_low(double) { return -__built
 static __device__ __forceinline__ long long gir_chain_low(long long) { return (long long)0x8000000000000000ull; }
 static __device__ __forceinline__ double gir_chain_high(double) { return __builtin_huge_val(); }
 static __device__ __forceinline__ long long gir_chain_high(long long) { return 0x7fffffffffffffffll; }
-template <typename T> static __device__ T gir_chain64_sum(long long* s, long long k, T a, long long d) {
-  return gir_chain64(s, k, d, a, (T)0, gir_chain_op_add());
+// one entry per op; the value's type picks the one-word (32-bit) or three-word (64-bit) look-back
+template <typename F> static __device__ float gir_chain_run(long long* s, long long k, long long d, float a, float i, F op) {
+  return gir_chain(s, k, d, a, i, op);
 }
-template <typename T> static __device__ T gir_chain64_prod(long long* s, long long k, T a, long long d) {
-  return gir_chain64(s, k, d, a, (T)1, gir_chain_op_mul());
+template <typename F> static __device__ int gir_chain_run(long long* s, long long k, long long d, int a, int i, F op) {
+  return gir_chain(s, k, d, a, i, op);
 }
-template <typename T> static __device__ T gir_chain64_max(long long* s, long long k, T a, long long d) {
-  return gir_chain64(s, k, d, a, gir_chain_low(a), gir_chain_op_max());
+template <typename F> static __device__ double gir_chain_run(long long* s, long long k, long long d, double a, double i, F op) {
+  return gir_chain64(s, k, d, a, i, op);
 }
-template <typename T> static __device__ T gir_chain64_min(long long* s, long long k, T a, long long d) {
-  return gir_chain64(s, k, d, a, gir_chain_high(a), gir_chain_op_min());
+template <typename F>
+static __device__ long long gir_chain_run(long long* s, long long k, long long d, long long a, long long i, F op) {
+  return gir_chain64(s, k, d, a, i, op);
 }
 template <typename T> static __device__ T gir_chain_sum(long long* s, long long k, T a, long long d) {
-  return gir_chain(s, k, d, a, (T)0, gir_chain_op_add());
+  return gir_chain_run(s, k, d, a, (T)0, gir_chain_op_add());
 }
 template <typename T> static __device__ T gir_chain_prod(long long* s, long long k, T a, long long d) {
-  return gir_chain(s, k, d, a, (T)1, gir_chain_op_mul());
+  return gir_chain_run(s, k, d, a, (T)1, gir_chain_op_mul());
 }
 template <typename T> static __device__ T gir_chain_max(long long* s, long long k, T a, long long d) {
-  return gir_chain(s, k, d, a, gir_chain_low(a), gir_chain_op_max());
+  return gir_chain_run(s, k, d, a, gir_chain_low(a), gir_chain_op_max());
 }
 template <typename T> static __device__ T gir_chain_min(long long* s, long long k, T a, long long d) {
-  return gir_chain(s, k, d, a, gir_chain_high(a), gir_chain_op_min());
+  return gir_chain_run(s, k, d, a, gir_chain_high(a), gir_chain_op_min());
 }
 """
 

@@ -377,8 +377,7 @@ class KernelLowerer:
         stride: C.CExpr = C.Num(0)
         for d, coeff in enumerate(stride_coeffs(s)):
             stride = add(mul(stride, st.buf.dim(d)), C.Num(coeff))
-        wide = "64" if ir.DType(src.buf.dtype).nbytes == 8 else ""
-        call = C.Call(f"gir_chain{wide}_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
+        call = C.Call(f"gir_chain_{s.op}", (C.Bin("+", C.Id(st.buf.cname), st.offset((0,) * len(st.shape))),
                                             C.Cast("i64", index_expr(ir.Var(s.var))),
                                             C.Index(src.buf.cname, src.offset((0,) * len(src.shape))),
                                             C.Cast("i64", stride)))
