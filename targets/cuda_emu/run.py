@@ -84,7 +84,7 @@ def compile_source(source: str, kernel_names: list[str]) -> ctypes.CDLL:
         cxx = _compiler()
         if not cxx:
             raise GirError("cuda emulation needs g++ (not found)")
-        src = cache_dir() / f"{key}.cu"
+        src = cache_dir() / f"{key}.{os.getpid()}.cu"   # (test workers may compile the same source at once)
         src.write_text(text)
         tmp = so.with_suffix(f".{os.getpid()}.tmp")
         cmd = [cxx, *FLAGS, "-I", str(STUBS), "-I", str(HERE), "-include", str(HEADER), "-x", "c++", str(src),
@@ -93,6 +93,7 @@ def compile_source(source: str, kernel_names: list[str]) -> ctypes.CDLL:
         if r.returncode != 0:
             raise GirError(f"g++ failed on the emitted CUDA ({src}):\n{r.stderr[-4000:]}")
         os.replace(tmp, so)
+        os.replace(src, so.with_suffix(".cu"))   # kept for debugging (docs/cuda-emulation.md)
     lib = ctypes.CDLL(str(so))
     _LIBS[key] = lib
     return lib

@@ -89,7 +89,8 @@ def _row(name, r) -> str:
 
 @pytest.mark.slow
 def test_zz_print_traffic_table(tmp_path_factory):
-    assert ROWS, "run together with test_global_bytes_within_goal_of_compulsory"
+    if not ROWS:   # another process ran the per-sample tests (pytest-xdist): the table needs `-n 0`
+        pytest.skip("run together with test_global_bytes_within_goal_of_compulsory in one process (-n 0)")
     lines = ["| sample | sizes | kernels | sim read B | compulsory read B | sim written B | compulsory written B "
              "| ratio |", "|---|---|---|---|---|---|---|---|"]
     lines += [_row(n, ROWS[n]) for n in SAMPLES if n in ROWS]
