@@ -116,9 +116,20 @@ class _Long(_Kernel):
             out.append(B.move(kind, t, g) if kind == "load" else B.move(kind, g, t))
         return out
 
+    def raw(self) -> str | None:
+        """The operand when E is one 16-bit tensor read as it is (only widened): it is transposed and kept in NRAM
+        in 16 bits, half the units and bytes of f32 tiles (16-bit scans are compute-bound)."""
+        e = self.p.scan.arg
+        while isinstance(e, ir.Call) and e.fn == self.p.cdt.value and len(e.args) == 1:
+            e = e.args[0]
+        if isinstance(e, ir.Ref) and self.types[e.name].dtype != self.p.cdt:
+            return e.name
+        return None
+
     def operand(self, s0, n: int) -> tuple[list, list, ir.Ref]:
-        """(loads, computes, the tile holding E) of the chunk at s0 with n valid positions; past them (a partial
-        chunk) E is the identity, which a scan in either direction and a total may combine."""
+        """(loads, computes, the [64, Lc] tile holding E) of the chunk at s0 with n valid positions; past them (a
+        partial chunk) E is the identity, which a scan in either direction and a total may combine. The callers
+        only read E's tile: it is copied only where the identity is filled in."""
         p = self.p
         loads, computes = [], []
         for name, (_, names) in self.refs.items():
@@ -130,36 +141,61 @@ class _Long(_Kernel):
             if land != t:
                 computes.append(ir.Assign(self.full(t), ir.Call("f32", (self.full(land),))))
         ev = self.expr(p.scan.arg, computes, A, self.lc)
-        if not (isinstance(ev, ir.Ref) and ev.name.startswith("ev_")):   # E gets a tile the scan may overwrite
+        q, r = divmod(n, self.lc)
+        rest = q + (1 if r else 0)
+        if not isinstance(ev, ir.Ref) or r or rest < A:
             t = self.alloc("ev_", p.cdt, (A, self.lc))
             computes.append(ir.Assign(self.full(t), ev))
             ev = self.full(t)
-        q, r = divmod(n, self.lc)
         if r:   # the partial row's tail element by element (a vector op on a row starts at its column 0)
             computes.append(ir.For("c_", B.c(r), B.c(self.lc), (ir.Assign(
                 B.ref(ev.name, B.c(q), B.sl(B.v("c_"), 1)), self.ident),)))
-        rest = q + (1 if r else 0)
         if 0 < rest < A:   # (rest >= 1: a run of rows from row 0 would be a whole-tile op)
             computes.append(ir.Assign(B.ref(ev.name, B.sl(rest, A - rest), B.sl(0, self.lc)), self.ident))
         return loads, computes, ev
 
-    # ------------------------------------------------------------ kernel 1: range totals
-    def total_chunk(self, s0, n: int) -> list:
+    def tposed(self, name: str, dt: ir.DType | None = None) -> ir.Ref:
+        """The whole [Lc, 64] tile `name` (the scan orientation)."""
+        return B.ref(self.alloc(name, dt or self.p.cdt, (self.lc, A)), B.sl(0, self.lc), B.sl(0, A))
+
+    def widened(self, s0, n: int) -> tuple[list, ir.Ref, ir.Ref | None]:
+        """(steps, `et_`: E of the chunk at s0 as an [Lc, 64] f32 tile, the raw operand's transposed 16-bit tile
+        or None). A raw operand (full chunks) is transposed in 16 bits, then widened; anything else is computed as
+        [64, Lc] and transposed."""
+        et, raw = self.tposed("et_"), self.raw()
+        if raw and n == self.C:
+            dt = self.types[raw].dtype
+            land = self.alloc(f"{raw}_h", dt, (A, self.lc))
+            self.loaded.add(land)
+            th = self.tposed("th_", dt)
+            return (self.moves("load", land, raw, self.refs[raw][1], s0, n)
+                    + [ir.Assign(th, ir.Call("transpose", (self.full(land),))), ir.Assign(et, ir.Call("f32", (th,)))],
+                    et, th)
         loads, computes, ev = self.operand(s0, n)
-        at = self.full(self.alloc("at_", self.p.cdt, (A, self.lc)))
-        return loads + computes + [ir.Assign(at, comb(self.op, at, ev))]
+        return loads + computes + [ir.Assign(et, ir.Call("transpose", (ev,)))], et, None
+
+    # ------------------------------------------------------------ kernel 1: range totals
+    def total_chunk(self, s0, n: int, keep: ir.Ref | None = None) -> list:
+        """Phase 1 of one chunk: E, transposed to the scan orientation here (the loads leave the compute pipe idle
+        in this phase), combined into `at_`; the chunk copied into the `keep` slot (the raw 16-bit tile, else E)."""
+        steps, et, th = self.widened(s0, n)
+        at = self.tposed("at_")
+        steps.append(ir.Assign(at, comb(self.op, at, et)))
+        if keep is not None:
+            steps.append(ir.Assign(keep, th if th is not None else et))
+        return steps
 
     def fold(self) -> list:
-        """The [64, Lc] tile `at_` to its element [0, 0]: halving the rows (vector ops), then the first row's
+        """The [Lc, 64] tile `at_` to its element [0, 0]: halving the rows (vector ops), then the first row's
         elements one by one (scalar code)."""
-        steps, h = [], A // 2
+        steps, h = [], self.lc // 2
         while h >= 1:
-            steps.append(ir.Assign(B.ref("at_", B.sl(0, h), B.sl(0, self.lc)),
-                                   comb(self.op, B.ref("at_", B.sl(0, h), B.sl(0, self.lc)),
-                                        B.ref("at_", B.sl(h, h), B.sl(0, self.lc)))))
+            steps.append(ir.Assign(B.ref("at_", B.sl(0, h), B.sl(0, A)),
+                                   comb(self.op, B.ref("at_", B.sl(0, h), B.sl(0, A)),
+                                        B.ref("at_", B.sl(h, h), B.sl(0, A)))))
             h //= 2
         first = B.ref("at_", B.c(0), B.sl(0, 1))
-        steps.append(ir.For("c_", B.c(1), B.c(self.lc), (ir.Assign(first, comb(
+        steps.append(ir.For("c_", B.c(1), B.c(A), (ir.Assign(first, comb(
             self.op, first, B.ref("at_", B.c(0), B.sl(B.v("c_"), 1)))),)))
         return steps
 
@@ -167,14 +203,12 @@ class _Long(_Kernel):
         """Phase 1 of a range of n positions: its total into `<name>_tot`; its first K chunks in scan order stay in
         `keep_` for phase 2."""
         start = B.mul(B.v("p_"), self.RS)
-        body = [ir.Assign(self.full(self.alloc("at_", self.p.cdt, (A, self.lc))), self.ident)]
+        body = [ir.Assign(self.tposed("at_"), self.ident)]
         full, tail = divmod(n, self.C)
         kept = min(self.keep, full)
         i = B.v("k_")
         if kept:
-            ev = self.full("ev_")
-            steps = self.total_chunk(self.chunk_start(start, full, i, 0), self.C)
-            steps.append(ir.Assign(self.kept(i), ev))
+            steps = self.total_chunk(self.chunk_start(start, full, i, 0), self.C, self.kept(i))
             body.append(ir.For("k_", B.c(0), B.c(kept), tuple(steps)))
         if full > kept:
             body.append(ir.For("k_", B.c(0), B.c(full - kept),
@@ -192,23 +226,27 @@ class _Long(_Kernel):
         return B.add(start, B.mul(B.add(i, skip), self.C))
 
     def kept(self, i) -> ir.Ref:
-        """The rows of `keep_` holding the i-th kept chunk."""
-        self.alloc("keep_", self.p.cdt, (self.keep * A, self.lc))
-        return B.ref("keep_", B.sl(B.mul(i, A), A), B.sl(0, self.lc))
+        """The rows of `keep_` holding the i-th kept chunk as [Lc, 64] (16-bit when the raw operand is kept)."""
+        self.alloc("keep_", self.keep_dtype(), (self.keep * self.lc, A))
+        return B.ref("keep_", B.sl(B.mul(i, self.lc), self.lc), B.sl(0, A))
+
+    def keep_dtype(self) -> ir.DType:
+        raw = self.raw()
+        return self.types[raw].dtype if raw else self.p.cdt
 
     # ------------------------------------------------------------ kernel 2: the scan
     def scan_chunk(self, s0, n: int, kept: ir.Ref | None = None) -> list:
-        """Phase 2 of one chunk: E from the operands (loaded) or from `kept` (phase 1 left it in NRAM)."""
+        """Phase 2 of one chunk: E as [Lc, 64] (`widened`; or from `kept`, which phase 1 left in NRAM), scanned,
+        offset, and transposed back (a 16-bit result rounded before it is transposed: half the units)."""
         p = self.p
         if kept is None:
-            loads, computes, ev = self.operand(s0, n)
+            computes, e, _ = self.widened(s0, n)
         else:
-            ev = self.full(self.alloc("ev_", p.cdt, (A, self.lc)))
-            loads, computes = [], [ir.Assign(ev, kept)]
+            e = self.tposed("et_")
+            computes = [ir.Assign(e, ir.Call("f32", (kept,)) if self.raw() else kept)]
+        et = e.name
         acc = B.ref(self.alloc("acc_", p.cdt, (A,)), B.sl(0, A))
-        et = self.alloc("et_", p.cdt, (self.lc, A))
         ot = et if not p.scan.exclusive else self.alloc("ot_", p.cdt, (self.lc, A))
-        computes.append(ir.Assign(B.ref(et, B.sl(0, self.lc), B.sl(0, A)), ir.Call("transpose", (ev,))))
         computes.append(ir.Assign(acc, self.ident))
         if doubling_pays(self.lc, A * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN, True, p.scan.exclusive):
             steps, ot = doubling_steps(p.scan, et, self.alloc("hs_", p.cdt, (self.lc, A)), ot, self.lc, A, acc)
@@ -217,13 +255,16 @@ class _Long(_Kernel):
         computes += steps + self.offsets()
         o = B.ref(ot, B.sl(0, self.lc), B.sl(0, A))
         computes.append(ir.Assign(o, comb(self.op, o, B.ref("off_", B.sl(0, A)))))
-        computes.append(ir.Assign(ev, ir.Call("transpose", (o,))))
-        src = ev.name
         if p.ydt != p.cdt:
+            oh = self.tposed("oh_", p.ydt)
             src = self.alloc("o_h", p.ydt, (A, self.lc))
-            computes.append(ir.Assign(self.full(src), ir.Call(p.ydt.value, (ev,))))
+            computes += [ir.Assign(oh, ir.Call(p.ydt.value, (o,))), ir.Assign(self.full(src), ir.Call("transpose",
+                                                                                                        (oh,)))]
+        else:
+            src = self.alloc("ov_", p.cdt, (A, self.lc))
+            computes.append(ir.Assign(self.full(src), ir.Call("transpose", (o,))))
         self.stored.add(src)
-        return loads + computes + self.moves("store", src, p.out.name, p.vars, s0, n)
+        return computes + self.moves("store", src, p.out.name, p.vars, s0, n)
 
     def offsets(self) -> list:
         """off_[a] = the chunk carry combined with the totals (acc_) of the sub-segments before a (after a when
@@ -314,7 +355,7 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
         if room < 0:
             continue
         if k.P > 1:   # phase 1 keeps as many chunks in NRAM as fit: phase 2 does not read them again
-            k.keep = min(room // (A * lc * L.device_nbytes(plan.cdt)), k.RS // k.C)
+            k.keep = min(room // (A * lc * L.device_nbytes(k.keep_dtype())), k.RS // k.C)
             if k.keep:
                 k.allocs, k.loaded, k.stored, k.count = {}, set(), set(), 0
                 items = k.items(name)

@@ -161,3 +161,33 @@ def test_sync_all_misuse_is_located(text, message):
     with pytest.raises(GirError) as e:
         verify_module(parse_text(text, "<t>"))
     assert message in str(e.value) and "<t>:" in str(e.value)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax", "cummin", "cumprod"])
+@pytest.mark.parametrize("exclusive,reverse", FORMS)
+def test_16bit_operands_kept_and_read_again(op, exclusive, reverse, monkeypatch):
+    """A 16-bit operand read as it is goes through the transposes and NRAM in 16 bits (widened after the
+    transpose); with a smaller NRAM budget some chunks of each range are kept and the others read again, both
+    paths in one kernel, plus the partial chunk at the end (cumprod's operand is computed: the f32 path)."""
+    from gir.passes.schedule_mlu import scan_long
+    if op != "cumprod":   # (cumprod's f32 tiles need the whole budget)
+        monkeypatch.setattr(scan_long, "NRAM_BUDGET", 145 * 1024)   # ranges of 3 chunks: 1 or 2 kept
+    res = _long(op, "f16", (300007,), exclusive, reverse, seed=3)
+    said = " ".join(r.message for r in res.remarks)
+    assert "__sync_all()" in res.source
+    if op != "cumprod":
+        assert "read twice" in said, said
+        assert "__nram__ half keep_" in res.source and "__bang_half2float(et_" in res.source
+
+
+@pytest.mark.parametrize("op,dtype", [("cumsum", "bf16"), ("cummax", "bf16")])
+def test_16bit_operand_through_a_cast(op, dtype):
+    """`cumsum(f32(x))` of a 16-bit x is the raw path too; its result rounded to 16 bits before the transpose."""
+    src = (f"func f(x: {dtype}[N]) -> (y: {dtype}[N]) {{\n  y[i] = {op}(f32(x[i]), i)\n}}\n")
+    f = parse_text(src).funcs[0]
+    x = _inputs(dtype, (70001,), np.random.default_rng(4), op)
+    res = run_func(f, {"x": x}, {"N": 70001})
+    want = _reference(op, x.astype(np.float64), 0, 0, 0, dtype)
+    v = compare(res.outputs["y"], want, ir.DType(dtype), rounding_bound(f, {"x": x}, {"N": 70001})["y"])
+    assert v.passed, v.reason
+    assert "__nram__ bfloat16_t keep_" in res.source or "keep_" not in res.source
