@@ -342,6 +342,17 @@ class _Kernel:
         return total
 
 
+def raw_operand(scan, types: dict, cdt: ir.DType) -> str | None:
+    """The tensor when the scan's operand E is one 16-bit tensor read as it is (at most widened to `cdt`): the long
+    scans keep (and transpose) its landing tiles in 16 bits, half the bytes and vector units of the f32 tiles."""
+    e = scan.arg
+    while isinstance(e, ir.Call) and e.fn == cdt.value and len(e.args) == 1:
+        e = e.args[0]
+    if isinstance(e, ir.Ref) and types[e.name].dtype != cdt:
+        return e.name
+    return None
+
+
 def decode_units(radix: list, units: int, tasks: int, body: list) -> list:
     """`body` inside one-trip loops that decode the work unit it_ * tasks + task_ into the mixed-radix digits
     `radix` ([(variable, extent)], most significant first): region starts stay affine."""

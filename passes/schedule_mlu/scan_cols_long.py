@@ -22,7 +22,7 @@ from gir.scan import identity
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units, raw_operand
 from gir.passes.schedule_mlu.scan_steps import OPS, comb
 
 MIN_TILES = 2           # tiles per range at least (a range of one tile gains nothing from the pipeline)
@@ -78,8 +78,17 @@ class _ColsLong(_Kernel):
         return start if self.p.scan.reverse else B.add(start, n - n % self.p.R)
 
     def kept(self, k, nl: int) -> ir.Ref:
-        self.alloc("keep_", self.p.cdt, (self.keep * self.p.R, max(2, self.p.W)))
+        """The rows of `keep_` holding the k-th kept tile: E, or the raw 16-bit operand's landing tile (half the
+        bytes: twice the tiles kept; widened again in phase 2 instead of copied)."""
+        self.alloc("keep_", self.keep_dtype(), (self.keep * self.p.R, max(2, self.p.W)))
         return B.ref("keep_", B.sl(B.mul(k, self.p.R), self.p.R), B.sl(0, nl))
+
+    def raw(self) -> str | None:
+        return raw_operand(self.p.scan, self.types, self.p.cdt)
+
+    def keep_dtype(self) -> ir.DType:
+        raw = self.raw()
+        return self.types[raw].dtype if raw else self.p.cdt
 
     # ------------------------------------------------------------ phase 1: range totals
     def fold(self, ev: ir.Ref, ns: int, nl: int) -> list:
@@ -104,7 +113,8 @@ class _ColsLong(_Kernel):
         k = B.v("k_")
         if kept:
             steps, ev = self.operand(self.tile_start(n, k), R, l0, nl)
-            steps.append(ir.Assign(self.kept(k, nl), ev))
+            raw = self.raw()
+            steps.append(ir.Assign(self.kept(k, nl), self.region(f"{raw}_h", FULL, R, nl) if raw else ev))
             body.append(ir.For("k_", B.c(0), B.c(kept), tuple(steps + self.fold(ev, R, nl))))
         if full > kept:
             steps, ev = self.operand(self.tile_start(n, k, kept), R, l0, nl)
@@ -136,8 +146,8 @@ class _ColsLong(_Kernel):
         if kept:
             ev = self.region(self.alloc("ev_", p.cdt, self.shape_of(FULL)), FULL, R, nl)
             s0 = self.tile_start(n, k)
-            tiles.append(ir.For("k_", B.c(0), B.c(kept), tuple([ir.Assign(ev, self.kept(k, nl))] +
-                                                               self.finish(ev, s0, R, l0, nl))))
+            kv = ir.Call("f32", (self.kept(k, nl),)) if self.raw() else self.kept(k, nl)
+            tiles.append(ir.For("k_", B.c(0), B.c(kept), tuple([ir.Assign(ev, kv)] + self.finish(ev, s0, R, l0, nl))))
         if full > kept:
             tiles.append(ir.For("k_", B.c(0), B.c(full - kept),
                                 tuple(self.tile(self.tile_start(n, k, kept), R, l0, nl, "tile"))))
@@ -194,7 +204,7 @@ def cols_long_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
     room = NRAM_BUDGET - k.nram_bytes()
     if k.P < 2 or room < 0 or k.RS < MIN_TILES * plan.R:
         return None
-    tile_bytes = k.elems((plan.R, max(2, plan.W))) * L.device_nbytes(plan.cdt)   # as nram_bytes counts
+    tile_bytes = k.elems((plan.R, max(2, plan.W))) * L.device_nbytes(k.keep_dtype())   # as nram_bytes counts
     one = _ColsLong(plan, types, name, 1)   # keeping tiles also takes a tile phase 2 copies them into
     one.items()
     keep = min((NRAM_BUDGET - one.nram_bytes()) // tile_bytes + 1, k.RS // plan.R)

@@ -38,7 +38,7 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
 from gir.passes.schedule_mlu.colreduce import unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units, raw_operand
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
 A = 64                      # sub-segments of a chunk: the lanes of the transposed tile
@@ -117,14 +117,8 @@ class _Long(_Kernel):
         return out
 
     def raw(self) -> str | None:
-        """The operand when E is one 16-bit tensor read as it is (only widened): it is transposed and kept in NRAM
-        in 16 bits, half the units and bytes of f32 tiles (16-bit scans are compute-bound)."""
-        e = self.p.scan.arg
-        while isinstance(e, ir.Call) and e.fn == self.p.cdt.value and len(e.args) == 1:
-            e = e.args[0]
-        if isinstance(e, ir.Ref) and self.types[e.name].dtype != self.p.cdt:
-            return e.name
-        return None
+        """The operand when E is one 16-bit tensor read as it is: transposed and kept in NRAM in 16 bits."""
+        return raw_operand(self.p.scan, self.types, self.p.cdt)
 
     def operand(self, s0, n: int) -> tuple[list, list, ir.Ref]:
         """(loads, computes, the [64, Lc] tile holding E) of the chunk at s0 with n valid positions; past them (a
