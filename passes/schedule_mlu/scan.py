@@ -189,11 +189,18 @@ class _Kernel:
         'unit' (operands loaded once per unit: lanes only) or 'tile' (the rest, loads / computes / stores)."""
         if stage == "unit":
             return self.loads(s0, ns, l0, nl, "unit")
+        raw = raw_operand(self.p.scan, self.types, self.p.cdt) if self.p.layout == "rows" else None
+        if raw:   # rows: the 16-bit landing tile transposed as it is (half the units), widened after
+            p = self.p
+            th = B.ref(self.alloc("th_", self.types[raw].dtype, (p.R, p.W)), B.sl(0, p.R), B.sl(0, p.W))
+            land = B.ref(f"{raw}_h", B.sl(0, p.W), B.sl(0, p.R))
+            steps = self.loads(s0, ns, l0, nl, "tile", widen=False) + [ir.Assign(th, ir.Call("transpose", (land,)))]
+            return steps + self.finish(None, s0, ns, l0, nl, th)
         steps, ev = self.operand(s0, ns, l0, nl)
         return steps + self.finish(ev, s0, ns, l0, nl)
 
-    def loads(self, s0, ns: int, l0, nl: int, stage: str) -> list:
-        """The loads (and widening conversions) of the operands a `stage` tile reads."""
+    def loads(self, s0, ns: int, l0, nl: int, stage: str, widen: bool = True) -> list:
+        """The loads (and, with `widen`, the widening conversions) of the operands a `stage` tile reads."""
         p = self.p
         nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
         per_tile = {FULL, ROW} if p.layout == "cols" else {FULL, COL}
@@ -208,7 +215,7 @@ class _Kernel:
             loads.append(B.move("load", self.region(land, kind, nr, nc), gsl))
             if stage == "tile":
                 self.loaded.add(land)
-            if land != t:
+            if land != t and widen:
                 convs.append(ir.Assign(self.region(t, kind, nr, nc), ir.Call("f32", (self.region(land, kind, nr,
                                                                                                   nc),))))
         return loads + convs
@@ -225,34 +232,47 @@ class _Kernel:
             ev = self.region(t, FULL, nr, nc)
         return steps, ev
 
-    def finish(self, ev: ir.Ref, s0, ns: int, l0, nl: int) -> list:
-        """The scan of the tile `ev` (E of `ns` scan rows x `nl` lanes, carried in `acc_`) and its store."""
+    def finish(self, ev: ir.Ref | None, s0, ns: int, l0, nl: int, th: ir.Ref | None = None) -> list:
+        """The scan of the tile `ev` (E of `ns` scan rows x `nl` lanes, carried in `acc_`) and its store. Rows
+        layout: `th`, when given, is E's raw 16-bit tile already transposed (`ev` is None); a 16-bit result is
+        rounded before it is transposed back (half the units)."""
         p = self.p
-        nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
         computes: list = []
         inplace = not p.scan.exclusive     # o[q] = o[q-1] OP e[q] may overwrite e[q] itself
         if p.layout == "cols":
             o = ev.name if inplace else self.alloc("o_", p.cdt, self.shape_of(FULL))
             steps, o = self.scan_rows(ev.name, o, ns, nl)
-            computes += steps
-        else:
-            et = self.alloc("et_", p.cdt, (p.R, p.W))
-            ot = et if inplace else self.alloc("ot_", p.cdt, (p.R, p.W))
-            o = ev.name
-            computes.append(ir.Assign(B.ref(et, B.sl(0, p.R), B.sl(0, p.W)),
-                                      ir.Call("transpose", (B.ref(ev.name, B.sl(0, p.W), B.sl(0, p.R)),))))
-            steps, ot = self.scan_rows(et, ot, ns, p.W)
-            computes += steps
-            computes.append(ir.Assign(B.ref(o, B.sl(0, p.W), B.sl(0, p.R)),
-                                      ir.Call("transpose", (B.ref(ot, B.sl(0, p.R), B.sl(0, p.W)),))))
-        src = self.region(o, FULL, nr, nc)
+            return computes + steps + self.store(o, s0, ns, l0, nl)
+        et = self.alloc("et_", p.cdt, (p.R, p.W))
+        ot = et if inplace else self.alloc("ot_", p.cdt, (p.R, p.W))
+        whole = lambda t, r, c: B.ref(t, B.sl(0, r), B.sl(0, c))   # noqa: E731
+        computes.append(ir.Assign(whole(et, p.R, p.W), ir.Call("f32", (th,)) if th is not None else
+                                  ir.Call("transpose", (whole(ev.name, p.W, p.R),))))
+        steps, ot = self.scan_rows(et, ot, ns, p.W)
+        computes += steps
+        if p.ydt != p.cdt:
+            oh = self.alloc("oh_", p.ydt, (p.R, p.W))
+            h = self.alloc("o_h", p.ydt, (p.W, p.R))
+            computes += [ir.Assign(whole(oh, p.R, p.W), ir.Call(p.ydt.value, (whole(ot, p.R, p.W),))),
+                         ir.Assign(whole(h, p.W, p.R), ir.Call("transpose", (whole(oh, p.R, p.W),)))]
+            src = self.region(h, FULL, nl, ns)
+            self.stored.add(h)
+            return computes + [B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)]
+        o = ev.name if ev is not None else self.alloc("ov_", p.cdt, (p.W, p.R))
+        computes.append(ir.Assign(whole(o, p.W, p.R), ir.Call("transpose", (whole(ot, p.R, p.W),))))
+        return computes + self.store(o, s0, ns, l0, nl)
+
+    def store(self, o: str, s0, ns: int, l0, nl: int) -> list:
+        """The result tile `o` (compute orientation) rounded to the result type if it is narrower, and stored."""
+        p = self.p
+        nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
+        src, computes = self.region(o, FULL, nr, nc), []
         if p.ydt != p.cdt:
             h = self.alloc("o_h", p.ydt, self.allocs[o].type.shape)
             computes.append(ir.Assign(self.region(h, FULL, nr, nc), ir.Call(p.ydt.value, (src,))))
             src = self.region(h, FULL, nr, nc)
-        store = B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)
         self.stored.add(src.name)
-        return computes + [store]
+        return computes + [B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)]
 
     def _tile_kind(self, r: ir.Ref) -> str:
         shape = self.allocs[r.name].type.shape

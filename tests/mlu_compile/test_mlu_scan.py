@@ -252,3 +252,25 @@ def test_tile_estimate_settles_where_the_whole_scan_axis_fits_but_pipelined_tile
     e = 1.0 + 0.0005 * np.exp(0.1 * x.astype(np.float64))
     want = _reference("cumprod", e, 0, 1, 0, "f32")
     assert compare(got, want, ir.DType.f32).passed
+
+
+@pytest.mark.parametrize("xdt,ydt", [("f16", "f16"), ("bf16", "bf16"), ("f16", "f32"), ("bf16", "f32")])
+@pytest.mark.parametrize("op,exclusive,reverse", [("cumsum", 0, 0), ("cummax", 1, 1), ("cummin", 0, 1)])
+@pytest.mark.parametrize("shape,long", [((7, 9001), True), ((1100, 515), False)])
+def test_16bit_rows_transposed_in_16_bits(xdt, ydt, op, exclusive, reverse, shape, long):
+    """A scan along the last axis of a 16-bit tensor read as it is: its landing tile is transposed in 16 bits and
+    widened after, a 16-bit result rounded before its transpose back; an f32 result of a 16-bit operand
+    transposes back in f32. Both kernels: rows cut into ranges (7 rows: scan_long.py) and the unit kernel (1,100
+    rows); pipelined tiles plus a tail along the axis, lane blocks with a tail."""
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    src = (f"func f(x: {xdt}[M, N]) -> (y: {ydt}[M, N]) {{\n"
+           f"  y[i, j] = {op}(x[i, j], j{flags})\n}}\n")
+    f = parse_text(src).funcs[0]
+    sizes = {"M": shape[0], "N": shape[1]}
+    x = _inputs(xdt, shape, np.random.default_rng(6), op)
+    res = run_func(f, {"x": x}, sizes)
+    assert "th_" in res.source and ("oh_" in res.source) == (ydt != "f32")
+    assert ("__sync_all()" in res.source) == long
+    want = _reference(op, x.astype(np.float64), 1, exclusive, reverse, ydt)
+    v = compare(res.outputs["y"], want, ir.DType(ydt))
+    assert v.passed, v.reason
