@@ -7,20 +7,23 @@ rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,
 
 - every row (a point of the axes other than the scan axis s) is cut into P ranges of RS positions (P = cores /
   rows), one work unit per (row, range), at most one per task;
-- phase 1 (P > 1) walks the task's range in chunks of C = 64 x Lc elements, combining each chunk element-wise
-  into a [64, Lc] tile, then folds the tile into the range's total (halving steps: sum, product, max or min
-  alike) and stores it in a GDRAM array `<name>_tot[rows..., P]`; the E tiles of its first `keep` chunks in scan
-  order stay in NRAM (`keep_`);
+- phase 1 (P > 1) walks the task's range in chunks of C = 64 x Lc elements, transposes each chunk's E to the
+  scan orientation [Lc, 64] (the loads leave the compute pipe idle here) and combines it element-wise into an
+  [Lc, 64] tile, then folds the tile into the range's total (halving steps: sum, product, max or min alike) and
+  stores it in a GDRAM array `<name>_tot[rows..., P]`; the transposed E tiles of its first `keep` chunks in scan
+  order stay in NRAM (`keep_`) -- the raw 16-bit tiles when E is one 16-bit tensor read as it is (transposed in
+  16 bits, widened after: half the bytes and units);
 - `sync @all`: every task's total is stored before any task reads them;
 - phase 2 starts from the combination of the totals of the ranges before its own (after it, for a reverse
   scan) and walks its chunks: a chunk x[s0 : s0 + C] is loaded as a [64, Lc] tile (row a = positions
-  s0 + a Lc ...: one contiguous move reshaped on chip) and E computed -- or the kept tile taken --, the tile is
-  transposed to [Lc, 64] and each of the 64 sub-segments is scanned locally (scan_steps.py, one vector op per
+  s0 + a Lc ...: one contiguous move reshaped on chip) and E computed and transposed to [Lc, 64] -- or the kept
+  tile taken --, and each of the 64 sub-segments is scanned locally (scan_steps.py, one vector op per
   position across the 64 lanes, the carries starting from the identity). The sub-segment totals (the carries
   left over) give each sub-segment its offset, the chunk carry combined with the totals of the sub-segments
   before it (a scalar loop over 64 lanes); the offsets are combined into every row of the tile
-  (`__bang_cycle_*`), which is transposed back and stored. The last chunk of the last range may be partial: it
-  is loaded and stored as its full rows plus one partial row, and the rest of the tile holds the identity.
+  (`__bang_cycle_*`), which is transposed back (a 16-bit result rounded first) and stored. The last chunk of the
+  last range may be partial: it is loaded and stored as its full rows plus one partial row, and the rest of the
+  tile holds the identity.
 
 Operands of the chunks not kept are read twice and every result is written once (up to 1.5x the compulsory
 bytes; remarked with the count). Operands must be indexed by the statement's variables in order and depend on
