@@ -44,7 +44,10 @@ from gir.passes.schedule_mlu.colreduce import unit_trips
 from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units, raw_operand
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
-A = 64                      # sub-segments of a chunk: the lanes of the transposed tile
+A = 64                      # sub-segments of a chunk (the lanes of the transposed tile): the fewest
+SUBSEGS = (64, 128)         # the choices (128: half the scan's row ops per element, twice the carries to combine)
+CHUNK = 32768               # elements of a chunk at most
+EARLY_BYTES = 64 * 1024     # NRAM for the chunks' carries phase 1 computes (`koff_`), at most
 LC = (512, 256, 128, 64)    # positions per sub-segment, largest first (chunks of at most 32768 elements)
 PIPELINED = 4               # chunks per range at least (the pipeline overlaps their loads, computes, stores)
 
@@ -69,8 +72,8 @@ class _Long(_Kernel):
     """The kernel of one long scan (module docstring). It reuses _Kernel's three-address computes of E (`expr`,
     over its `refs`, `allocs` and tile shapes) but not its unit-kernel geometry: __init__ sets those fields itself."""
 
-    def __init__(self, plan: _Plan, types: dict, name: str, lc: int):
-        self.p, self.types, self.name, self.lc = plan, types, name, lc
+    def __init__(self, plan: _Plan, types: dict, name: str, lc: int, a: int = A):
+        self.p, self.types, self.name, self.lc, self.a = plan, types, name, lc, a
         self.allocs: dict[str, ir.Alloc] = {}
         self.count = 0
         self.loaded: set[str] = set()
@@ -83,7 +86,7 @@ class _Long(_Kernel):
         self.rows = 1
         for v in self.rvars:
             self.rows *= plan.shape[v]
-        S, C = plan.S, A * lc
+        S, C = plan.S, self.a * lc
         ranges = max(1, plan.tasks // self.rows)
         self.RS = -(-(-(-S // ranges)) // C) * C
         self.P = -(-S // self.RS)
@@ -92,16 +95,20 @@ class _Long(_Kernel):
         self.op = OPS[plan.scan.op]
         self.ident = B.c(identity(plan.scan.op, plan.cdt == F32, None if plan.cdt == F32 else "int32"))
         self.keep = 0           # full chunks of a range phase 1 leaves in NRAM (`keep_`) for phase 2
+        self.chunks = -(-self.RS // C)   # chunks of a range at most
+        # phase 1 also computes every chunk's sub-segment carries (range-local; `koff_`): its compute pipe waits
+        # for the loads there, phase 2's does not
+        self.early = self.P > 1 and self.chunks * self.a * 4 <= EARLY_BYTES
 
     # ------------------------------------------------------------ tiles
     def shape_of(self, kind: str) -> tuple:
-        return (A, self.lc)
+        return (self.a, self.lc)
 
     def region(self, name: str, kind: str, nr: int, nc: int) -> ir.Ref:
-        return B.ref(name, B.sl(0, A), B.sl(0, self.lc))
+        return B.ref(name, B.sl(0, self.a), B.sl(0, self.lc))
 
     def full(self, name: str) -> ir.Ref:
-        return B.ref(name, B.sl(0, A), B.sl(0, self.lc))
+        return B.ref(name, B.sl(0, self.a), B.sl(0, self.lc))
 
     def gdram(self, name: str, names: list, s0, n: int) -> ir.Ref:
         return ir.Ref(name, tuple(B.sl(s0, n) if v == self.p.axis else B.v(f"u_{v}") for v in names))
@@ -131,38 +138,38 @@ class _Long(_Kernel):
         loads, computes = [], []
         for name, (_, names) in self.refs.items():
             dt = self.types[name].dtype
-            t = self.alloc(f"{name}_t", p.cdt, (A, self.lc))
-            land = t if dt == p.cdt else self.alloc(f"{name}_h", dt, (A, self.lc))
+            t = self.alloc(f"{name}_t", p.cdt, (self.a, self.lc))
+            land = t if dt == p.cdt else self.alloc(f"{name}_h", dt, (self.a, self.lc))
             loads += self.moves("load", land, name, names, s0, n)
             self.loaded.add(land)
             if land != t:
                 computes.append(ir.Assign(self.full(t), ir.Call("f32", (self.full(land),))))
-        ev = self.expr(p.scan.arg, computes, A, self.lc)
+        ev = self.expr(p.scan.arg, computes, self.a, self.lc)
         q, r = divmod(n, self.lc)
         rest = q + (1 if r else 0)
-        if not isinstance(ev, ir.Ref) or r or rest < A:
-            t = self.alloc("ev_", p.cdt, (A, self.lc))
+        if not isinstance(ev, ir.Ref) or r or rest < self.a:
+            t = self.alloc("ev_", p.cdt, (self.a, self.lc))
             computes.append(ir.Assign(self.full(t), ev))
             ev = self.full(t)
         if r:   # the partial row's tail element by element (a vector op on a row starts at its column 0)
             computes.append(ir.For("c_", B.c(r), B.c(self.lc), (ir.Assign(
                 B.ref(ev.name, B.c(q), B.sl(B.v("c_"), 1)), self.ident),)))
-        if 0 < rest < A:   # (rest >= 1: a run of rows from row 0 would be a whole-tile op)
-            computes.append(ir.Assign(B.ref(ev.name, B.sl(rest, A - rest), B.sl(0, self.lc)), self.ident))
+        if 0 < rest < self.a:   # (rest >= 1: a run of rows from row 0 would be a whole-tile op)
+            computes.append(ir.Assign(B.ref(ev.name, B.sl(rest, self.a - rest), B.sl(0, self.lc)), self.ident))
         return loads, computes, ev
 
     def tposed(self, name: str, dt: ir.DType | None = None) -> ir.Ref:
         """The whole [Lc, 64] tile `name` (the scan orientation)."""
-        return B.ref(self.alloc(name, dt or self.p.cdt, (self.lc, A)), B.sl(0, self.lc), B.sl(0, A))
+        return B.ref(self.alloc(name, dt or self.p.cdt, (self.lc, self.a)), B.sl(0, self.lc), B.sl(0, self.a))
 
     def widened(self, s0, n: int) -> tuple[list, ir.Ref, ir.Ref | None]:
         """(steps, `et_`: E of the chunk at s0 as an [Lc, 64] f32 tile, the raw operand's transposed 16-bit tile
-        or None). A raw operand (full chunks) is transposed in 16 bits, then widened; anything else is computed as
+        or None). self.a raw operand (full chunks) is transposed in 16 bits, then widened; anything else is computed as
         [64, Lc] and transposed."""
         et, raw = self.tposed("et_"), self.raw()
         if raw and n == self.C:
             dt = self.types[raw].dtype
-            land = self.alloc(f"{raw}_h", dt, (A, self.lc))
+            land = self.alloc(f"{raw}_h", dt, (self.a, self.lc))
             self.loaded.add(land)
             th = self.tposed("th_", dt)
             return (self.moves("load", land, raw, self.refs[raw][1], s0, n)
@@ -176,8 +183,9 @@ class _Long(_Kernel):
         """Phase 1 of one chunk: E, transposed to the scan orientation here (the loads leave the compute pipe idle
         in this phase), combined into `at_`; the chunk copied into the `keep` slot (the raw 16-bit tile, else E)."""
         steps, et, th = self.widened(s0, n)
-        at = self.tposed("at_")
-        steps.append(ir.Assign(at, comb(self.op, at, et)))
+        if not self.early:
+            at = self.tposed("at_")
+            steps.append(ir.Assign(at, comb(self.op, at, et)))
         if keep is not None:
             steps.append(ir.Assign(keep, th if th is not None else et))
         return steps
@@ -187,34 +195,59 @@ class _Long(_Kernel):
         elements one by one (scalar code)."""
         steps, h = [], self.lc // 2
         while h >= 1:
-            steps.append(ir.Assign(B.ref("at_", B.sl(0, h), B.sl(0, A)),
-                                   comb(self.op, B.ref("at_", B.sl(0, h), B.sl(0, A)),
-                                        B.ref("at_", B.sl(h, h), B.sl(0, A)))))
+            steps.append(ir.Assign(B.ref("at_", B.sl(0, h), B.sl(0, self.a)),
+                                   comb(self.op, B.ref("at_", B.sl(0, h), B.sl(0, self.a)),
+                                        B.ref("at_", B.sl(h, h), B.sl(0, self.a)))))
             h //= 2
         first = B.ref("at_", B.c(0), B.sl(0, 1))
-        steps.append(ir.For("c_", B.c(1), B.c(A), (ir.Assign(first, comb(
+        steps.append(ir.For("c_", B.c(1), B.c(self.a), (ir.Assign(first, comb(
             self.op, first, B.ref("at_", B.c(0), B.sl(B.v("c_"), 1)))),)))
         return steps
 
     def totals_range(self, n: int) -> list:
         """Phase 1 of a range of n positions: its total into `<name>_tot`; its first K chunks in scan order stay in
-        `keep_` for phase 2."""
+        `keep_` for phase 2. With `early` carries, the chunks are walked in scan order and each chunk's
+        sub-segment carries (range-local) go to row j of `koff_` (`chunk_carries`): phase 2 only adds the range's
+        carry to them."""
         start = B.mul(B.v("p_"), self.RS)
-        body = [ir.Assign(self.tposed("at_"), self.ident)]
         full, tail = divmod(n, self.C)
         kept = min(self.keep, full)
         i = B.v("k_")
+        rev = self.p.scan.reverse
+        base = 1 if tail and rev else 0          # scan-order index of the first full chunk
+        rc = B.ref(self.alloc("rc_", self.p.cdt, (2,)), B.sl(0, 1))
+        body = [ir.Assign(rc, self.ident)] if self.early else [ir.Assign(self.tposed("at_"), self.ident)]
+
+        def chunk(s0, n_, j, keep=None):
+            steps = self.total_chunk(s0, n_, keep)
+            return steps + (self.chunk_carries(j, rc) if self.early else [])
+
+        last = chunk(B.add(start, full * self.C), tail, B.c(0 if rev else full)) if tail else []
+        loops = []
         if kept:
-            steps = self.total_chunk(self.chunk_start(start, full, i, 0), self.C, self.kept(i))
-            body.append(ir.For("k_", B.c(0), B.c(kept), tuple(steps)))
+            loops.append(ir.For("k_", B.c(0), B.c(kept), tuple(chunk(self.chunk_start(start, full, i, 0), self.C,
+                                                                      B.add(i, base), self.kept(i)))))
         if full > kept:
-            body.append(ir.For("k_", B.c(0), B.c(full - kept),
-                               tuple(self.total_chunk(self.chunk_start(start, full, i, kept), self.C))))
-        if tail:
-            body += self.total_chunk(B.add(start, full * self.C), tail)
-        body += self.fold()
+            loops.append(ir.For("k_", B.c(0), B.c(full - kept), tuple(chunk(
+                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept)))))
+        body += (last + loops) if rev else (loops + last)
         dst = ir.Ref(self.tot_name, tuple(B.v(f"u_{v}") for v in self.rvars) + (B.sl(B.v("p_"), 1),))
-        return body + [B.move("store", dst, B.ref("at_", B.c(0), B.sl(0, 1)))]
+        if self.early:
+            return body + [B.move("store", dst, rc)]
+        return body + self.fold() + [B.move("store", dst, B.ref("at_", B.c(0), B.sl(0, 1)))]
+
+    def chunk_carries(self, j, rc: ir.Ref) -> list:
+        """`et_` (the chunk's E, [Lc, a]) folded to its first row -- the sub-segments' totals --, then row j of
+        `koff_`: the range-local carry `rc` combined with the totals of the sub-segments before each one (after it
+        when reverse); `rc` becomes the carry after the chunk."""
+        steps, h = [], self.lc // 2
+        while h >= 1:
+            rows = lambda o: B.ref("et_", B.sl(o, h), B.sl(0, self.a))   # noqa: E731
+            steps.append(ir.Assign(rows(0), comb(self.op, rows(0), rows(h))))
+            h //= 2
+        self.alloc("koff_", self.p.cdt, (self.chunks, self.a))
+        return steps + self.carries(lambda q: B.ref("koff_", j, B.sl(q, 1)),
+                                    lambda q: B.ref("et_", B.c(0), B.sl(q, 1)), rc)
 
     def chunk_start(self, start, full: int, i, skip: int):
         """The first position of the (skip + i)-th full chunk of a range in scan order (from its end: reverse)."""
@@ -224,15 +257,15 @@ class _Long(_Kernel):
 
     def kept(self, i) -> ir.Ref:
         """The rows of `keep_` holding the i-th kept chunk as [Lc, 64] (16-bit when the raw operand is kept)."""
-        self.alloc("keep_", self.keep_dtype(), (self.keep * self.lc, A))
-        return B.ref("keep_", B.sl(B.mul(i, self.lc), self.lc), B.sl(0, A))
+        self.alloc("keep_", self.keep_dtype(), (self.keep * self.lc, self.a))
+        return B.ref("keep_", B.sl(B.mul(i, self.lc), self.lc), B.sl(0, self.a))
 
     def keep_dtype(self) -> ir.DType:
         raw = self.raw()
         return self.types[raw].dtype if raw else self.p.cdt
 
     # ------------------------------------------------------------ kernel 2: the scan
-    def scan_chunk(self, s0, n: int, kept: ir.Ref | None = None) -> list:
+    def scan_chunk(self, s0, n: int, j, kept: ir.Ref | None = None) -> list:
         """Phase 2 of one chunk: E as [Lc, 64] (`widened`; or from `kept`, which phase 1 left in NRAM), scanned,
         offset, and transposed back (a 16-bit result rounded before it is transposed: half the units)."""
         p = self.p
@@ -242,23 +275,28 @@ class _Long(_Kernel):
             e = self.tposed("et_")
             computes = [ir.Assign(e, ir.Call("f32", (kept,)) if self.raw() else kept)]
         et = e.name
-        acc = B.ref(self.alloc("acc_", p.cdt, (A,)), B.sl(0, A))
-        ot = et if not p.scan.exclusive else self.alloc("ot_", p.cdt, (self.lc, A))
+        acc = B.ref(self.alloc("acc_", p.cdt, (self.a,)), B.sl(0, self.a))
+        ot = et if not p.scan.exclusive else self.alloc("ot_", p.cdt, (self.lc, self.a))
         computes.append(ir.Assign(acc, self.ident))
-        if doubling_pays(self.lc, A * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN, True, p.scan.exclusive):
-            steps, ot = doubling_steps(p.scan, et, self.alloc("hs_", p.cdt, (self.lc, A)), ot, self.lc, A, acc)
+        if doubling_pays(self.lc, self.a * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN, True, p.scan.exclusive):
+            steps, ot = doubling_steps(p.scan, et, self.alloc("hs_", p.cdt, (self.lc, self.a)), ot, self.lc, self.a, acc)
         else:
-            steps = serial_steps(p.scan, et, ot, self.lc, A, acc)
-        computes += steps + self.offsets()
-        o = B.ref(ot, B.sl(0, self.lc), B.sl(0, A))
-        computes.append(ir.Assign(o, comb(self.op, o, B.ref("off_", B.sl(0, A)))))
+            steps = serial_steps(p.scan, et, ot, self.lc, self.a, acc)
+        if self.early:   # the range's carry (cv_) combined with the chunk's carries phase 1 computed
+            off = B.ref(self.alloc("off_", p.cdt, (self.a,)), B.sl(0, self.a))
+            computes += steps + [ir.Assign(off, comb(self.op, B.ref("koff_", j, B.sl(0, self.a)),
+                                                     B.ref("cv_", B.sl(0, self.a))))]
+        else:
+            computes += steps + self.offsets()
+        o = B.ref(ot, B.sl(0, self.lc), B.sl(0, self.a))
+        computes.append(ir.Assign(o, comb(self.op, o, B.ref("off_", B.sl(0, self.a)))))
         if p.ydt != p.cdt:
             oh = self.tposed("oh_", p.ydt)
-            src = self.alloc("o_h", p.ydt, (A, self.lc))
+            src = self.alloc("o_h", p.ydt, (self.a, self.lc))
             computes += [ir.Assign(oh, ir.Call(p.ydt.value, (o,))), ir.Assign(self.full(src), ir.Call("transpose",
                                                                                                         (oh,)))]
         else:
-            src = self.alloc("ov_", p.cdt, (A, self.lc))
+            src = self.alloc("ov_", p.cdt, (self.a, self.lc))
             computes.append(ir.Assign(self.full(src), ir.Call("transpose", (o,))))
         self.stored.add(src)
         return computes + self.moves("store", src, p.out.name, p.vars, s0, n)
@@ -266,19 +304,23 @@ class _Long(_Kernel):
     def offsets(self) -> list:
         """off_[a] = the chunk carry combined with the totals (acc_) of the sub-segments before a (after a when
         reverse); the carry becomes the chunk's total."""
-        self.alloc("off_", self.p.cdt, (A,))
-        one = lambda t, i: B.ref(t, B.sl(i, 1))   # noqa: E731
+        self.alloc("off_", self.p.cdt, (self.a,))
+        return self.carries(lambda q: B.ref("off_", B.sl(q, 1)), lambda q: B.ref("acc_", B.sl(q, 1)),
+                            B.ref("cc_", B.sl(0, 1)))
+
+    def carries(self, dst, tot, carry: ir.Ref) -> list:
+        """dst(q) = `carry` combined with tot(0 .. q-1) (tot(q+1 ..) when reverse), a scalar loop over the
+        sub-segments; `carry` becomes the combination of all of them."""
         a = B.v("a_")
         if self.p.scan.reverse:
-            first, last, cur = A - 1, 0, ir.BinOp("-", B.c(A - 2), a)
+            first, last, cur = self.a - 1, 0, ir.BinOp("-", B.c(self.a - 2), a)
             prev = B.add(cur, 1)
         else:
-            first, last, cur = 0, A - 1, B.add(a, 1)
+            first, last, cur = 0, self.a - 1, B.add(a, 1)
             prev = a
-        return [ir.Assign(one("off_", first), one("cc_", 0)),
-                ir.For("a_", B.c(0), B.c(A - 1), (ir.Assign(one("off_", cur), comb(self.op, one("off_", prev),
-                                                                                    one("acc_", prev))),)),
-                ir.Assign(one("cc_", 0), comb(self.op, one("off_", last), one("acc_", last)))]
+        return [ir.Assign(dst(first), carry),
+                ir.For("a_", B.c(0), B.c(self.a - 1), (ir.Assign(dst(cur), comb(self.op, dst(prev), tot(prev))),)),
+                ir.Assign(carry, comb(self.op, dst(last), tot(last)))]
 
     def scan_range(self, n: int) -> list:
         p = self.p
@@ -293,17 +335,23 @@ class _Long(_Kernel):
             body.append(ir.For("q_", lo, hi, (ir.Assign(B.ref("cc_", B.sl(0, 1)),
                                                         comb(self.op, B.ref("cc_", B.sl(0, 1)),
                                                              B.ref(tt, B.sl(B.v("q_"), 1)))),)))
+        if self.early:   # the range's carry in every lane, once
+            cv = self.alloc("cv_", p.cdt, (self.a,))
+            body.append(ir.For("a_", B.c(0), B.c(self.a), (ir.Assign(B.ref(cv, B.sl(B.v("a_"), 1)),
+                                                                      B.ref("cc_", B.sl(0, 1))),)))
         full, tail = divmod(n, self.C)
         kept = min(self.keep, full) if self.P > 1 else 0
         i = B.v("k_")
+        base = 1 if tail and p.scan.reverse else 0          # scan-order index of the first full chunk
         chunks = []
         if kept:
             chunks.append(ir.For("k_", B.c(0), B.c(kept), tuple(self.scan_chunk(
-                self.chunk_start(start, full, i, 0), self.C, self.kept(i)))))
+                self.chunk_start(start, full, i, 0), self.C, B.add(i, base), self.kept(i)))))
         if full > kept:
             chunks.append(ir.For("k_", B.c(0), B.c(full - kept), tuple(self.scan_chunk(
-                self.chunk_start(start, full, i, kept), self.C))))
-        last = self.scan_chunk(B.add(start, full * self.C), tail) if tail else []
+                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept)))))
+        last = self.scan_chunk(B.add(start, full * self.C), tail, B.c(0 if p.scan.reverse else full)) \
+            if tail else []
         return body + (last + chunks if p.scan.reverse else chunks + last)
 
     # ------------------------------------------------------------ the kernel
@@ -343,16 +391,16 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
     rows = plan.n_other * plan.nlanes
     per_range = plan.S / max(1, plan.tasks // rows)
     best = None
-    for lc in LC:
-        if lc > LC[-1] and A * lc * PIPELINED > per_range:   # a range of one chunk loads, computes, stores in turn
-            continue
-        k = _Long(plan, types, name, lc)
+    for a, lc in ((a, lc) for a in SUBSEGS for lc in LC if a * lc <= CHUNK):
+        if (a, lc) != (A, LC[-1]) and a * lc * PIPELINED > per_range:   # a range of one chunk loads, computes,
+            continue                                                    # stores in turn
+        k = _Long(plan, types, name, lc, a)
         items = k.items(name)
         room = NRAM_BUDGET - k.nram_bytes()
         if room < 0:
             continue
         if k.P > 1:   # phase 1 keeps as many chunks in NRAM as fit: phase 2 does not read them again
-            k.keep = min(room // (A * lc * L.device_nbytes(k.keep_dtype())), k.RS // k.C)
+            k.keep = min(room // (a * lc * L.device_nbytes(k.keep_dtype())), k.RS // k.C)
             if k.keep:
                 k.allocs, k.loaded, k.stored, k.count = {}, set(), set(), 0
                 items = k.items(name)

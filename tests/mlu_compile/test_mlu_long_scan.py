@@ -171,7 +171,7 @@ def test_16bit_operands_kept_and_read_again(op, exclusive, reverse, monkeypatch)
     paths in one kernel, plus the partial chunk at the end (cumprod's operand is computed: the f32 path)."""
     from gir.passes.schedule_mlu import scan_long
     if op != "cumprod":   # (cumprod's f32 tiles need the whole budget)
-        monkeypatch.setattr(scan_long, "NRAM_BUDGET", 145 * 1024)   # ranges of 3 chunks: 1 or 2 kept
+        monkeypatch.setattr(scan_long, "NRAM_BUDGET", 130 * 1024)   # ranges of 3 chunks: 1 kept
     res = _long(op, "f16", (300007,), exclusive, reverse, seed=3)
     said = " ".join(r.message for r in res.remarks)
     assert "__sync_all()" in res.source
@@ -191,3 +191,17 @@ def test_16bit_operand_through_a_cast(op, dtype):
     v = compare(res.outputs["y"], want, ir.DType(dtype), rounding_bound(f, {"x": x}, {"N": 70001})["y"])
     assert v.passed, v.reason
     assert "__nram__ bfloat16_t keep_" in res.source or "keep_" not in res.source
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax"])
+@pytest.mark.parametrize("exclusive,reverse", FORMS)
+@pytest.mark.parametrize("early", [True, False])
+def test_chunk_carries_in_either_phase(op, exclusive, reverse, early, monkeypatch):
+    """Phase 1 computes every chunk's sub-segment carries (`koff_`) unless the table would take more than
+    EARLY_BYTES of NRAM (then phase 2 computes them, chunk by chunk): both, over ranges of several chunks with a
+    partial last chunk, in every form."""
+    from gir.passes.schedule_mlu import scan_long
+    if not early:
+        monkeypatch.setattr(scan_long, "EARLY_BYTES", 0)
+    res = _long(op, "f32", (3, 90001), exclusive, reverse, seed=7)
+    assert ("koff_" in res.source) == early and "__sync_all()" in res.source
