@@ -1,6 +1,6 @@
 """Long scans over few rows on the MLU (a 1-D scan, or a scan along the last axis of a tensor with fewer lane
 blocks than cores): the rows are cut into ranges spread over the cores, and each chunk of a range is scanned as
-64 sub-segments side by side.
+64 or 128 sub-segments side by side (below: 64).
 
 The unit kernel of scan.py gives each core whole rows and scans a row with one vector op per position across the
 rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,000x the DMA roofline). Here:
@@ -12,7 +12,11 @@ rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,
   [Lc, 64] tile, then folds the tile into the range's total (halving steps: sum, product, max or min alike) and
   stores it in a GDRAM array `<name>_tot[rows..., P]`; the transposed E tiles of its first `keep` chunks in scan
   order stay in NRAM (`keep_`) -- the raw 16-bit tiles when E is one 16-bit tensor read as it is (transposed in
-  16 bits, widened after: half the bytes and units);
+  16 bits, widened after: half the bytes and units). Its compute pipe waits for the loads, so it also computes
+  each chunk's sub-segment carries, range-locally, in scan order (`chunk_carries`: the totals folded from the
+  transposed E, then the scalar loop below), a row of `koff_` per chunk; phase 1 then stores the range's carry as
+  its total (without `koff_`, when the table would exceed EARLY_BYTES, the totals are folded from an `at_` tile
+  and phase 2 runs the loop);
 - `sync @all`: every task's total is stored before any task reads them;
 - phase 2 starts from the combination of the totals of the ranges before its own (after it, for a reverse
   scan) and walks its chunks: a chunk x[s0 : s0 + C] is loaded as a [64, Lc] tile (row a = positions
@@ -20,7 +24,8 @@ rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,
   tile taken --, and each of the 64 sub-segments is scanned locally (scan_steps.py, one vector op per
   position across the 64 lanes, the carries starting from the identity). The sub-segment totals (the carries
   left over) give each sub-segment its offset, the chunk carry combined with the totals of the sub-segments
-  before it (a scalar loop over 64 lanes); the offsets are combined into every row of the tile
+  before it (a scalar loop over 64 lanes; with `koff_`, the range's carry combined with the chunk's row of it:
+  one vector op); the offsets are combined into every row of the tile
   (`__bang_cycle_*`), which is transposed back (a 16-bit result rounded first) and stored. The last chunk of the
   last range may be partial: it is loaded and stored as its full rows plus one partial row, and the rest of the
   tile holds the identity.
