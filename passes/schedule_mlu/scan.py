@@ -33,7 +33,6 @@ import dataclasses
 from gir import ir
 from gir.errors import GirError
 from gir.scan import identity, is_scan, scan_of
-from gir.shapes import func_info
 from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
@@ -472,40 +471,3 @@ def _unit_items(spec: ir.Func, info, plan: _Plan, remarks) -> list:
                               f"the scan '{st.target.name}' has {plan.units} independent work units for {tasks} "
                               "cores: the others idle (the scan axis is not split across cores)", st.loc))
     return [kern]
-
-
-def materialize_operands(func: ir.Func, spec: ir.Func, remarks=None) -> ir.Func:
-    """`func` with the operand E of every scan the MLU scan kernel cannot compute on chip (a tensor read along
-    another axis, an operation the three-address form lacks) computed by a statement of its own first:
-    `y = cumsum(E, s)` becomes `y_e = E; y = cumsum(y_e, s)` (the intermediate goes through GDRAM; remarked).
-    `spec` is `func` with its sizes specialised (the same statements)."""
-    info = func_info(spec)
-    body, changed = list(func.body), False
-    for st in info.stmts:
-        s = st.stmt
-        if scan_of(s.value) is None or any(not isinstance(i, ir.Var) for i in s.target.index):
-            continue
-        try:
-            plan = _Plan(s, dict(info.types), 32)
-        except GirError:
-            continue            # a result type the MLU scan does not run: its own located error later
-        plan.choose(16)
-        try:
-            _Kernel(plan, dict(info.types), "probe").kernel()
-            continue
-        except GirError as e:
-            why = e.message
-        k = next(i for i, x in enumerate(body) if isinstance(x, ir.Assign) and x.target.name == s.target.name)
-        orig = body[k]
-        p = scan_of(orig.value)
-        name = f"{orig.target.name}_e"
-        t = ir.Ref(name, orig.target.index, loc=orig.loc)
-        call = dataclasses.replace(p.call, args=(t,) + tuple(p.call.args[1:]))
-        body[k:k + 1] = [ir.Assign(t, p.arg, loc=orig.loc), dataclasses.replace(orig, value=call)]
-        changed = True
-        if remarks is not None:
-            from gir.passes.remarks import Remark
-            remarks.append(Remark("schedule-mlu", "missed", f"the scan '{s.target.name}' reads its operand "
-                                  f"through GDRAM ({why}): a statement of its own computes it into '{name}' "
-                                  "first", orig.loc))
-    return dataclasses.replace(func, body=tuple(body)) if changed else func

@@ -81,7 +81,8 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     func = boolean_arith(func)   # and / or / not as 0/1 arithmetic: the vector unit has no logic ops
     from gir.passes.builtin.narrow import round_read_results
     func = round_read_results(func)   # a 16-bit result read again is read rounded (passes/builtin/narrow.py)
-    from gir.passes.schedule_mlu.scan import has_scan, materialize_operands
+    from gir.passes.schedule_mlu.scan import has_scan
+    from gir.passes.schedule_mlu.scan_operands import materialize_operands
     if has_scan(func):   # scan operands the scan kernel cannot compute on chip get a statement of their own
         func = materialize_operands(func, specialize(func, sizes), remarks)
     try:

@@ -121,7 +121,7 @@ def test_one_dimensional_scan_is_remarked():
 
 def test_transposed_operand_is_computed_first():
     """An operand the scan kernel cannot compute on chip (here read transposed) gets a statement of its own
-    (passes/schedule_mlu/scan.py, materialize_operands), remarked at the scan; it used to be a located error."""
+    (passes/schedule_mlu/scan_operands.py, materialize_operands), remarked at the scan; it used to be a located error."""
     src = "func f(x: f32[N, M]) -> (y: f32[M, N]) {\n  y[i, j] = cumsum(x[j, i], j)\n}\n"
     f = parse_text(src, filename="t.gir").funcs[0]
     remarks = []
