@@ -18,8 +18,6 @@ REG_CACHE_WORDS = 160  # registers per thread we allow the row cache to take (of
 # Re-reads of broadcast operands (gamma[j]) hit L2, but they still cost sector transactions and the
 # traffic goal counts them: we charge them at half the DRAM bandwidth's cost (share = 2).
 L2_REREAD_BW_SHARE = 2.0
-TRAFFIC_GOAL = 1.05   # total global bytes / compulsory bytes we aim for
-TIME_SLACK = 1.6      # ... when the lean candidate's estimate is within this factor of the best
 
 
 @dataclass
@@ -272,19 +270,13 @@ def search(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> li
         if e is not None:
             ests.append(e)
     ests += [estimate_split(rk, cfg, m, hints) for cfg in split_candidates(rk, m, hints, vmax)]
-    ests.sort(key=lambda e: (e.seconds, -e.config.vec))
     if not ests:
         return ests
-    # traffic goal: prefer a candidate within TRAFFIC_GOAL of compulsory bytes if it is nearly as fast
-    compulsory = min(e.notes["compulsory"] for e in ests)
-    lean = [e for e in ests if e.dram_bytes + e.l2_bytes <= TRAFFIC_GOAL * compulsory
-            and e.seconds <= TIME_SLACK * ests[0].seconds]
-    if not lean:  # the goal is out of reach: the least traffic among the nearly-fastest
-        near = [e for e in ests if e.seconds <= TIME_SLACK * ests[0].seconds]
-        lean = [min(near, key=lambda e: (e.dram_bytes + e.l2_bytes, e.seconds))]
-    if lean and lean[0] is not ests[0]:
-        ests.remove(lean[0])
-        ests.insert(0, lean[0])
+    # the traffic goal: a candidate within the goal's bytes if it is nearly as fast
+    # (passes/middle/search/ranking.py, the GPU policy)
+    from gir.passes.middle.search.ranking import order, policy
+    ests = order(ests, lambda e: e.seconds, policy("gpu"), lambda e: e.dram_bytes + e.l2_bytes,
+                 min(e.notes["compulsory"] for e in ests), key=lambda e: -e.config.vec)
     if rk.halo_refused and not any(halo.active(e.config) for e in ests):
         names = ", ".join(sorted({h.name for h in rk.halos}))
         for e in ests:

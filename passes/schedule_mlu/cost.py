@@ -23,8 +23,9 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
 * a task's time is max(IO, compute + scalar) when the kernel's loops can overlap loads with compute (the
   software-pipeline pass runs after the schedule) and the sum otherwise; a kernel takes its slowest task.
 
-It is an estimate for ranking: differences of a few percent are noise (recipes.TIE), large ones (a kernel that
-runs on one core of 32, one vector op per row instead of per tile, a slab read twice) are what it must see.
+It is an estimate for ranking: differences of a few percent are noise (the ranking policy's tie), large ones (a
+kernel that runs on one core of 32, one vector op per row instead of per tile, a slab read twice) are what it
+must see.
 """
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 
-TIE = 0.02   # estimates closer than this are ties (the earlier candidate wins): recipes.py, tiles_kernel.build
+from gir.passes.middle.search.ranking import policy as _policy  # noqa: E402
+MLU_RANKING = _policy("mlu")   # estimates closer than its tie are ties, the earlier candidate wins (ranking.json)
+TIE = MLU_RANKING.tie
 
 _CASTS = {d.value for d in ir.DType}
 

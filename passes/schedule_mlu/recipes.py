@@ -30,7 +30,7 @@ from gir import ir
 from gir.errors import GirError
 from gir.passes.middle.search.candidate import Candidate
 from gir.passes.middle.search.decision import Decision
-from gir.passes.schedule_mlu.cost import TIE, estimate
+from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
 from gir.passes.schedule_mlu.placement import NoTileFits
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
@@ -160,12 +160,10 @@ def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -
 
 
 def best(cands: list[Candidate]) -> Candidate | None:
-    """The first candidate in recipe order unless a later one is estimated more than TIE faster."""
-    pick = None
-    for c in cands:
-        if pick is None or c.seconds < (1.0 - TIE) * pick.seconds:
-            pick = c
-    return pick
+    """The first candidate in recipe order unless a later one is estimated more than TIE faster (the shared
+    ranking rule with the MLU policy: passes/middle/search/ranking.py)."""
+    from gir.passes.middle.search.candidate import rank
+    return rank(cands, MLU_RANKING)[0] if cands else None
 
 
 def describe(pick: Candidate, cands: list[Candidate]) -> str:

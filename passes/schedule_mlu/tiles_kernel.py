@@ -144,13 +144,9 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             break
     if not fitting:
         raise NotTile("no tile of the recipe fits NRAM")
-    from gir.passes.schedule_mlu.cost import TIE
-    pick, best = fitting[0], rank(fitting[0][0])
-    for items, pl in fitting[1:]:
-        seconds = rank(items)
-        if seconds < (1.0 - TIE) * best:
-            pick, best = (items, pl), seconds
-    return pick
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.cost import MLU_RANKING
+    return order(fitting, lambda f: rank(f[0]), MLU_RANKING)[0]
 
 
 def _lower_bound(t: Tiles, pl: Plan) -> int:

@@ -1,8 +1,9 @@
 """A point of the search: a decision record with its cost-model estimate and a way to emit it.
 
 Recipes (rows, tiles, transpose, reference) turn a group into candidates; `rank` orders the candidates of one
-group by one rule for every recipe: the fastest estimate wins, unless a candidate that moves at most
-TRAFFIC_GOAL x the compulsory bytes is within TIME_SLACK of it (then the fastest such lean one wins).
+group by one rule for every recipe and target (ranking.py): on the GPU, the fastest estimate wins, unless a
+candidate that moves at most TRAFFIC_GOAL x the compulsory bytes is within TIME_SLACK of it (then the fastest
+such lean one wins).
 """
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gir.passes.middle.search.decision import Decision
+from gir.passes.middle.search.ranking import RankPolicy, order, policy
 
-TRAFFIC_GOAL = 1.05   # total global bytes / compulsory bytes we aim for
-TIME_SLACK = 1.6      # ... when the lean candidate's estimate is within this factor of the best
+GPU = policy("gpu")
+TRAFFIC_GOAL = GPU.traffic_goal   # total global bytes / compulsory bytes we aim for
+TIME_SLACK = GPU.time_slack       # ... when the lean candidate's estimate is within this factor of the best
 
 
 @dataclass
@@ -40,16 +43,9 @@ class Candidate:
         return self.dram_bytes + self.l2_bytes
 
 
-def rank(cands: list[Candidate]) -> list[Candidate]:
-    """Best first (see the module docstring)."""
-    ests = sorted(cands, key=lambda c: (c.seconds, -c.decision.vec))
-    if not ests:
-        return ests
-    compulsory = min(c.compulsory for c in ests)
-    near = [c for c in ests if c.seconds <= TIME_SLACK * ests[0].seconds]
-    lean = [c for c in near if c.traffic <= TRAFFIC_GOAL * compulsory]
-    pick = lean[0] if lean else min(near, key=lambda c: (c.traffic, c.seconds))
-    if pick is not ests[0]:
-        ests.remove(pick)
-        ests.insert(0, pick)
-    return ests
+def rank(cands: list[Candidate], pol: RankPolicy = GPU) -> list[Candidate]:
+    """Best first (ranking.order: the GPU policy unless told otherwise)."""
+    if not cands:
+        return []
+    return order(cands, lambda c: c.seconds, pol, lambda c: c.traffic, min(c.compulsory for c in cands),
+                 key=lambda c: -c.decision.vec)

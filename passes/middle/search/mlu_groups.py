@@ -57,7 +57,7 @@ def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, g
            sizes: dict[str, int]) -> tuple[ir.Func, list, bool]:
     """(schedule, its remarks, whether it is the group composition): the whole-function schedule unless the
     composition avoids its scalar kernels or the MLU cost model (passes/schedule_mlu/cost.py) estimates it more
-    than recipes.TIE faster; when either is not estimable, the one that moves fewer GDRAM bytes (2% margin)."""
+    than the MLU ranking policy's tie faster; when either is not estimable, the one that moves fewer GDRAM bytes (2% margin)."""
     if groups is None:
         return whole, whole_remarks, False
     if whole is None:
@@ -66,10 +66,9 @@ def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, g
     scalar_groups = sum(SCALAR in r.message for r in group_remarks)
     if scalar_groups != scalar_whole:
         return (groups, group_remarks, True) if scalar_groups < scalar_whole else (whole, whole_remarks, False)
-    from gir.passes.schedule_mlu.cost import estimate
-    from gir.passes.schedule_mlu.recipes import TIE
-    try:
-        better = estimate(groups).seconds < (1.0 - TIE) * estimate(whole).seconds
+    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
+    try:   # (the shared ranking rule's tie: passes/middle/search/ranking.py)
+        better = MLU_RANKING.beats(estimate(groups).seconds, estimate(whole).seconds)
     except (GirError, ValueError, KeyError):
         try:
             better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)

@@ -183,16 +183,13 @@ def _scalar(c: _Choice) -> bool:
 
 
 def _pick_variant(scored):
-    """The variant with the best estimate, preferring one within the traffic goal (candidate.rank's rule)."""
-    from gir.passes.middle.search.candidate import TIME_SLACK, TRAFFIC_GOAL
+    """The variant with the best estimate, preferring one within the traffic goal (ranking.order, the GPU
+    policy); `scored`: (variant, seconds, traffic bytes, compulsory bytes)."""
+    from gir.passes.middle.search.candidate import GPU
+    from gir.passes.middle.search.ranking import order
     if len(scored) == 1:
         return scored[0][0]
-    scored.sort(key=lambda x: x[1])
-    comp = min(x[3] for x in scored)
-    near = [x for x in scored if x[1] <= TIME_SLACK * scored[0][1]]
-    lean = [x for x in near if x[2] <= TRAFFIC_GOAL * comp]
-    pick = lean[0] if lean else min(near, key=lambda x: (x[2], x[1]))
-    return pick[0]
+    return order(scored, lambda x: x[1], GPU, lambda x: x[2], min(x[3] for x in scored))[0][0]
 
 
 def _assemble(g: FuncGraph, choices: list[_Choice]):
