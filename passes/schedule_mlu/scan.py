@@ -153,6 +153,12 @@ class _Kernel:
         scan_only = has_s
         return (ROW if scan_only else COL) if p.layout == "cols" else (COL if scan_only else ROW)
 
+    def raw(self) -> str | None:
+        """The raw 16-bit operand (`raw_operand`) when it is read as a whole tile (a per-lane or per-position
+        operand is not: its tile is not transposed)."""
+        raw = raw_operand(self.p.scan, self.types, self.p.cdt)
+        return raw if raw and self.refs[raw][0] == FULL else None
+
     def alloc(self, name: str, dt: ir.DType, shape) -> str:
         if name not in self.allocs:
             self.allocs[name] = B.alloc(name, dt, shape, "nram")
@@ -188,7 +194,7 @@ class _Kernel:
         'unit' (operands loaded once per unit: lanes only) or 'tile' (the rest, loads / computes / stores)."""
         if stage == "unit":
             return self.loads(s0, ns, l0, nl, "unit")
-        raw = raw_operand(self.p.scan, self.types, self.p.cdt) if self.p.layout == "rows" else None
+        raw = self.raw() if self.p.layout == "rows" else None
         if raw:   # rows: the 16-bit landing tile transposed as it is (half the units), widened after
             p = self.p
             th = B.ref(self.alloc("th_", self.types[raw].dtype, (p.R, p.W)), B.sl(0, p.R), B.sl(0, p.W))
@@ -208,13 +214,13 @@ class _Kernel:
             if (kind in per_tile) != (stage == "tile"):
                 continue
             dt = self.types[name].dtype
-            t = self.alloc(f"{name}_t", p.cdt, self.shape_of(kind))
-            land = t if dt == p.cdt else self.alloc(f"{name}_h", dt, self.shape_of(kind))
+            land = self.alloc(f"{name}_t" if dt == p.cdt else f"{name}_h", dt, self.shape_of(kind))
             gsl = self.gdram(name, names, s0, ns, l0, nl)
             loads.append(B.move("load", self.region(land, kind, nr, nc), gsl))
             if stage == "tile":
                 self.loaded.add(land)
-            if land != t and widen:
+            if dt != p.cdt and widen:   # (no f32 tile where the raw path widens after its transpose)
+                t = self.alloc(f"{name}_t", p.cdt, self.shape_of(kind))
                 convs.append(ir.Assign(self.region(t, kind, nr, nc), ir.Call("f32", (self.region(land, kind, nr,
                                                                                                   nc),))))
         return loads + convs
@@ -443,6 +449,12 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
     return _unit_items(spec, info, plan, remarks)
 
 
+def _dense(kern: ir.Kernel, plan: _Plan) -> ir.Kernel:
+    """Rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles halve the widening, rounding
+    and DMA work of a 32-lane f32 chunk (padded to 64 elements, half of every row op was pad)."""
+    return dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),)) if plan.dense else kern
+
+
 def _unit_items(spec: ir.Func, info, plan: _Plan, remarks) -> list:
     """The unit kernel of the scan (module docstring)."""
     st = plan.stmt
@@ -459,10 +471,25 @@ def _unit_items(spec: ir.Func, info, plan: _Plan, remarks) -> list:
         per_elem = per_elem * used // NRAM_BUDGET + 1
         if step >= 7:   # a tile of the whole scan axis (no loop: one slot per tile) needs fewer bytes per element
             per_elem += per_elem // 4   # than the pipelined tiles just below it: outgrow the jump (343 x 31)
-    if plan.dense:
-        # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles halve the widening,
-        # rounding and DMA work of a 32-lane f32 chunk (padded to 64 elements, half of every row op was pad)
-        kern = dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),))
+    if used <= NRAM_BUDGET:
+        # the largest tile that fits, or a half or quarter of it: fewer tiles per unit pipeline less (a row of
+        # 2,048 f16 in two tiles); the cost model picks, the larger on ties (ranking.py, the MLU policy)
+        from gir.passes.middle.search.ranking import order
+        from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
+        step = 1 if plan.layout == "cols" else L.PITCH
+        fit, options = plan.R, []
+        for div in (1, 2, 4):
+            r = _divisor_tile(plan.S, max(step, fit // div // step * step), step)
+            if any(o[0] == r for o in options):
+                continue
+            plan.R = r
+            kk = _Kernel(plan, dict(info.types), name)
+            options.append((r, _dense(kk.kernel(), plan), kk.nram_bytes()))
+        pick = order(options, lambda o: estimate(dataclasses.replace(spec, body=(o[1],))).seconds, MLU_RANKING)[0] \
+            if len(options) > 1 else options[0]
+        plan.R, kern, used = pick
+    else:
+        kern = _dense(kern, plan)
     if used > NRAM_SLACK:
         raise GirError(f"the scan '{st.target.name}' needs {used} bytes of NRAM for one tile", st.loc)
     if remarks is not None and plan.units < tasks:

@@ -22,7 +22,7 @@ from gir.scan import identity
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units, raw_operand
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units
 from gir.passes.schedule_mlu.scan_steps import OPS, comb
 
 MIN_TILES = 2           # tiles per range at least (a range of one tile gains nothing from the pipeline)
@@ -84,7 +84,10 @@ class _ColsLong(_Kernel):
         return B.ref("keep_", B.sl(B.mul(k, self.p.R), self.p.R), B.sl(0, nl))
 
     def raw(self) -> str | None:
-        return raw_operand(self.p.scan, self.types, self.p.cdt)
+        """The raw 16-bit operand kept in 16 bits: a whole tile (`_Kernel.raw`) whose kept slots stay 128-byte
+        aligned (R x W 16-bit elements a multiple of 64: a dense tile's odd R would misalign every other slot)."""
+        raw = super().raw()
+        return raw if raw and (not self.p.dense or self.p.R * self.p.W % 64 == 0) else None
 
     def keep_dtype(self) -> ir.DType:
         raw = self.raw()

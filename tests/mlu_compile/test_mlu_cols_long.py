@@ -77,3 +77,25 @@ def test_faster_than_the_unit_kernel():
     roofline = 2 * 4 * 65536 * 64 / 307e9
     assert _ranged(res)
     assert res.stats["seconds"] < 1.5 * roofline    # the unit kernel: 602 us, 5.5x
+
+
+# ---------------------------------------------------------------- 16-bit operands (review of the raw 16-bit path)
+@pytest.mark.parametrize("op,exclusive,reverse,shape", [
+    ("cumsum", 1, 0, (20011, 32)),     # dense tiles of an odd number of rows: 16-bit slots would misalign
+    ("cummax", 1, 1, (20011, 64)),
+    ("cumsum", 0, 0, (10892, 64)),
+    ("cumsum", 0, 1, (16384, 64)),     # R x W a multiple of 64: the 16-bit slots
+])
+def test_16bit_kept_tiles_stay_aligned(op, exclusive, reverse, shape):
+    import numpy as np
+    from gir import ir
+    from gir.parser import parse_text
+    from gir.targets.mlu.run import run_func
+    from tests.mlu_compile.test_mlu_scan import _inputs, _reference, compare
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    f = parse_text(f"func f(x: f16[M, N]) -> (y: f16[M, N]) {{\n  y[i, j] = {op}(x[i, j], i{flags})\n}}\n").funcs[0]
+    x = _inputs("f16", shape, np.random.default_rng(8), op)
+    res = run_func(f, {"x": x}, {"M": shape[0], "N": shape[1]})
+    assert "__sync_all()" in res.source
+    v = compare(res.outputs["y"], _reference(op, x.astype(np.float64), 0, exclusive, reverse, "f16"), ir.DType.f16)
+    assert v.passed, v.reason

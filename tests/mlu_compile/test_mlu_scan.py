@@ -274,3 +274,26 @@ def test_16bit_rows_transposed_in_16_bits(xdt, ydt, op, exclusive, reverse, shap
     want = _reference(op, x.astype(np.float64), 1, exclusive, reverse, ydt)
     v = compare(res.outputs["y"], want, ir.DType(ydt))
     assert v.passed, v.reason
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("text,sizes,axis,bshape,expand", [
+    ("y[i, j] = cumsum(x[j], j)", {"M": 1100, "N": 515}, 1, ("N",), lambda x, s: np.broadcast_to(x, s)),
+    ("y[i, j] = cumsum(x[j], j)", {"M": 40, "N": 1000}, 1, ("N",), lambda x, s: np.broadcast_to(x, s)),
+    ("y[i, j] = cumsum(x[i], j)", {"M": 1100, "N": 515}, 1, ("M",), lambda x, s: np.broadcast_to(x[:, None], s)),
+    ("y[i, j] = cummax(x[i], i)", {"M": 20011, "N": 64}, 0, ("M",), lambda x, s: np.broadcast_to(x[:, None], s)),
+    ("y[i, j] = cummax(x[j], i, reverse=1)", {"M": 20011, "N": 64}, 0, ("N",), lambda x, s: np.broadcast_to(x, s)),
+])
+def test_16bit_operands_read_per_lane_or_per_position(dt, text, sizes, axis, bshape, expand):
+    """A 16-bit operand read along one axis only is not a whole tile: it keeps the widened path (the raw
+    16-bit transposes and kept slots take whole tiles only)."""
+    src = (f"func f(x: {dt}[{', '.join(bshape)}], u: f32[M], v: f32[N]) -> (y: {dt}[M, N]) {{\n  {text}\n}}\n")
+    f = parse_text(src).funcs[0]
+    x = _inputs(dt, tuple(sizes[k] for k in bshape), np.random.default_rng(9), "cumsum")
+    u, v = np.zeros(sizes["M"], np.float32), np.zeros(sizes["N"], np.float32)   # (unread: they bind the sizes)
+    got = run_func(f, {"x": x, "u": u, "v": v}, sizes).outputs["y"]
+    shape = (sizes["M"], sizes["N"])
+    op = "cummax" if "cummax" in text else "cumsum"
+    want = _reference(op, expand(x.astype(np.float64), shape), axis, 0, "reverse" in text, dt)
+    v = compare(got, want, ir.DType(dt))
+    assert v.passed, v.reason
