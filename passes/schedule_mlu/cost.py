@@ -10,7 +10,9 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
   a prologue condition -- is the mean of its first and last iterations), `if`s whose conditions are index
   expressions take their branch;
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
-  traffic counted in `dma_granularity` segments, at min(core DMA port, GDRAM bandwidth / busy tasks);
+  traffic counted as the simulator counts it, every `dma_granularity` granule a segment touches plus a granule
+  read again per partially written one, segments that repeat with strides off the granule grid averaged over
+  the offsets they start at (`_gdram_bytes`), at min(core DMA port, GDRAM bandwidth / busy tasks);
 * a compute statement costs what codegen/mlu/vecops.py emits for it: one vector op per operation of its
   expression (`vector_op_cycles` plus 128-byte units x the class's cycles: simple, div, special, reduce,
   convert -- the classes of workcount.py) over the emitter's length (a whole padded tile from row 0, rows at an
@@ -263,8 +265,8 @@ class _Walker:
             return
         nbytes = elems * st.dtype.nbytes
         if dlevel.off_chip or slevel.off_chip:
-            seg = counts[-1] * st.dtype.nbytes if counts else st.dtype.nbytes
-            moved = (elems // max(1, counts[-1] if counts else 1)) * L.round_up(seg, m.dma_granularity)
+            moved = _gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, m.dma_granularity,
+                                 write=dlevel.off_chip)
             cycles = m.gdram_latency_cycles
             c.gdram += moved
             c.time += moved / self.rate
@@ -404,6 +406,37 @@ def _row_vector(x, types: dict) -> bool:
         return False
     shape = types[x.name][0].shape
     return len(shape) >= 2 and shape[-1] == 1
+
+
+def _gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> float:
+    """GDRAM bytes a move of the region `r` of an off-chip tensor costs, as the simulator counts them
+    (targets/mlu/dma.py): every `gran`-byte granule a contiguous segment touches, plus one granule read again for
+    each partially written one. Segments that repeat along a dimension whose byte stride is not a multiple of
+    `gran` (rows of 300 f16: 600 bytes) start at varying offsets on the granule grid: the average over those
+    offsets (a segment of 128 bytes touches 2.875 granules on average, not 2)."""
+    import math as _m
+    t = types[r.name][0]
+    counts = _extents(r, t, env)
+    nbytes = t.dtype.nbytes
+    if not counts:
+        return float(gran)
+    shape = [d if isinstance(d, int) else 1 for d in t.shape]
+    if len(shape) != len(counts):   # (a whole-tensor or reshaped reference: one run)
+        counts, shape = [_m.prod(counts)], [_m.prod(counts)]
+    seg, k = counts[-1], len(counts) - 1   # a segment per row of the region (as the emitter's moves run)
+    nseg = _m.prod(counts) // max(1, seg)
+    size = seg * nbytes
+    step = gran   # the grid the segments' starts fall on: the strides they repeat with
+    for d in range(k):
+        if counts[d] > 1:
+            step = _m.gcd(step, _m.prod(shape[d + 1:]) * nbytes)
+    offsets = range(0, gran, step)
+    touched = sum(-(-(o + size) // gran) for o in offsets) / len(offsets)
+    extra = 0.0
+    if write:
+        extra = sum(((o % gran != 0) + ((o + size) % gran != 0)) if -(-(o + size) // gran) > 1 else
+                    ((o % gran != 0) or ((o + size) % gran != 0)) for o in offsets) / len(offsets)
+    return nseg * (touched + extra) * gran
 
 
 def _extents(r: ir.Ref, t: ir.TensorType, env: dict) -> list[int]:

@@ -472,18 +472,17 @@ def _unit_items(spec: ir.Func, info, plan: _Plan, remarks) -> list:
         if step >= 7:   # a tile of the whole scan axis (no loop: one slot per tile) needs fewer bytes per element
             per_elem += per_elem // 4   # than the pipelined tiles just below it: outgrow the jump (343 x 31)
     if used <= NRAM_BUDGET:
-        # the largest tile that fits, or a half or quarter of it that divides the scan axis: fewer tiles per unit
-        # pipeline less (2,048 f16 along the last axis: tiles of 256 rather than 512, 1.296x -> 1.250x); the cost
-        # model picks, the larger on ties (ranking.py, the MLU policy). Smaller tiles that leave a tail are not
-        # offered: the model underrates the unpipelined tail (8192 x 300 f16 in tiles of 64: estimated 5% faster
-        # than 128, simulated 20% slower)
+        # the largest tile that fits, or a half or a quarter of it: fewer tiles per unit pipeline less (2,048 f16
+        # along the last axis: tiles of 256 rather than 512, 1.296x -> 1.250x); the cost model picks, the larger on
+        # ties (ranking.py, the MLU policy). (Its GDRAM bytes count segments that start off the 64-byte grid:
+        # 8192 x 300 f16 in tiles of 64 positions moves 19.0 MB, not the 15.3 MB of tiles of 128.)
         from gir.passes.middle.search.ranking import order
         from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
         step = 1 if plan.layout == "cols" else L.PITCH
         fit, options = plan.R, []
         for div in (1, 2, 4):
             r = _divisor_tile(plan.S, max(step, fit // div // step * step), step)
-            if any(o[0] == r for o in options) or (options and plan.S % r):
+            if any(o[0] == r for o in options):
                 continue
             plan.R = r
             kk = _Kernel(plan, dict(info.types), name)
