@@ -190,3 +190,16 @@ def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks, dt=F
     if dt != F32:
         allocs.append(B.alloc("o_h", dt, (dc,), "nram"))
     return _unit_kernel(name, nb * chunks, tasks, allocs, body)
+
+
+def decode_units(radix: list, units: int, tasks: int, body: list) -> list:
+    """`body` inside one-trip loops that decode the work unit it_ * tasks + task_ into the mixed-radix digits
+    `radix` ([(variable, extent)], most significant first): region starts stay affine."""
+    unit = B.add(B.mul(B.v("it_"), tasks), B.v("task_"))
+    div = 1
+    for name, ext in reversed(radix):
+        x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
+        x = x if div * ext >= units else ir.BinOp("%", x, B.c(ext))
+        body = [ir.For(name, x, B.add(x, 1), tuple(body))]
+        div *= ext
+    return body

@@ -36,7 +36,7 @@ from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.colreduce import _unit_kernel
+from gir.passes.schedule_mlu.colreduce import _unit_kernel, decode_units
 from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, serial_steps
 
 F32, I32 = ir.DType.f32, ir.DType.i32
@@ -376,19 +376,6 @@ def raw_operand(scan, types: dict, cdt: ir.DType) -> str | None:
     if isinstance(e, ir.Ref) and types[e.name].dtype != cdt:
         return e.name
     return None
-
-
-def decode_units(radix: list, units: int, tasks: int, body: list) -> list:
-    """`body` inside one-trip loops that decode the work unit it_ * tasks + task_ into the mixed-radix digits
-    `radix` ([(variable, extent)], most significant first): region starts stay affine."""
-    unit = B.add(B.mul(B.v("it_"), tasks), B.v("task_"))
-    div = 1
-    for name, ext in reversed(radix):
-        x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))
-        x = x if div * ext >= units else ir.BinOp("%", x, B.c(ext))
-        body = [ir.For(name, x, B.add(x, 1), tuple(body))]
-        div *= ext
-    return body
 
 
 def _divisor_tile(S: int, R: int, step: int) -> int:

@@ -21,8 +21,8 @@ from gir.passes.remarks import Remark
 from gir.scan import identity
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.colreduce import unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units
+from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_steps import OPS, comb
 
 MIN_TILES = 2           # tiles per range at least (a range of one tile gains nothing from the pipeline)

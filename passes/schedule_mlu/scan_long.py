@@ -45,8 +45,8 @@ from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
-from gir.passes.schedule_mlu.colreduce import unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, decode_units, raw_operand
+from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, raw_operand
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
 A = 64                      # sub-segments of a chunk (the lanes of the transposed tile): the fewest
