@@ -41,10 +41,9 @@ from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
+from gir.passes.middle.search.ranking import policy
 
-from gir.passes.middle.search.ranking import policy as _policy  # noqa: E402
-MLU_RANKING = _policy("mlu")   # estimates closer than its tie are ties, the earlier candidate wins (ranking.json)
-TIE = MLU_RANKING.tie
+MLU_RANKING = policy("mlu")   # estimates closer than its tie are ties, the earlier candidate wins (ranking.json)
 
 _CASTS = {d.value for d in ir.DType}
 
@@ -414,7 +413,6 @@ def _gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> f
     each partially written one. Segments that repeat along a dimension whose byte stride is not a multiple of
     `gran` (rows of 300 f16: 600 bytes) start at varying offsets on the granule grid: the average over those
     offsets (a segment of 128 bytes touches 2.875 granules on average, not 2)."""
-    import math as _m
     t = types[r.name][0]
     counts = _extents(r, t, env)
     nbytes = t.dtype.nbytes
@@ -422,14 +420,14 @@ def _gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> f
         return float(gran)
     shape = [d if isinstance(d, int) else 1 for d in t.shape]
     if len(shape) != len(counts):   # (a whole-tensor or reshaped reference: one run)
-        counts, shape = [_m.prod(counts)], [_m.prod(counts)]
+        counts, shape = [math.prod(counts)], [math.prod(counts)]
     seg, k = counts[-1], len(counts) - 1   # a segment per row of the region (as the emitter's moves run)
-    nseg = _m.prod(counts) // max(1, seg)
+    nseg = math.prod(counts) // max(1, seg)
     size = seg * nbytes
     step = gran   # the grid the segments' starts fall on: the strides they repeat with
     for d in range(k):
         if counts[d] > 1:
-            step = _m.gcd(step, _m.prod(shape[d + 1:]) * nbytes)
+            step = math.gcd(step, math.prod(shape[d + 1:]) * nbytes)
     offsets = range(0, gran, step)
     touched = sum(-(-(o + size) // gran) for o in offsets) / len(offsets)
     extra = 0.0

@@ -15,9 +15,9 @@ reason). The recipes, in order of preference on ties:
 
 Every recipe is tried; each candidate is a `Candidate` of the shared search (passes/middle/search/candidate.py)
 with a `Decision` record and the estimate of passes/schedule_mlu/cost.py. `best` keeps the first candidate in the
-order above unless a later one is estimated more than TIE faster (a rank > 2 view that would read a shared
-operand once per tile loses to the tile recipe's merged axes; a tile schedule that leaves cores idle loses to
-the row model). The scheduler (schedule.py) takes the winner, reports it as an analysis remark, and falls back to
+order above unless a later one is estimated more than the ranking policy's tie (2%) faster (a rank > 2 view that
+would read a shared operand once per tile loses to the tile recipe's merged axes; a tile schedule that leaves
+cores idle loses to the row model). The scheduler (schedule.py) takes the winner, reports it as an analysis remark, and falls back to
 the op-by-op program only when no recipe maps the function.
 """
 from __future__ import annotations
@@ -160,7 +160,7 @@ def search(full: ir.Func, spec: ir.Func, info, st: Setting, compulsory: float) -
 
 
 def best(cands: list[Candidate]) -> Candidate | None:
-    """The first candidate in recipe order unless a later one is estimated more than TIE faster (the shared
+    """The first candidate in recipe order unless a later one is estimated more than the policy's tie faster (the shared
     ranking rule with the MLU policy: passes/middle/search/ranking.py)."""
     from gir.passes.middle.search.candidate import rank
     return rank(cands, MLU_RANKING)[0] if cands else None

@@ -46,7 +46,7 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan, raw_operand
+from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
 A = 64                      # sub-segments of a chunk (the lanes of the transposed tile): the fewest
@@ -130,10 +130,6 @@ class _Long(_Kernel):
             t, g = B.ref(tile, B.c(q), B.sl(0, r)), self.gdram(name, names, B.add(s0, q * self.lc), r)
             out.append(B.move(kind, t, g) if kind == "load" else B.move(kind, g, t))
         return out
-
-    def raw(self) -> str | None:
-        """The operand when E is one 16-bit tensor read as it is: transposed and kept in NRAM in 16 bits."""
-        return raw_operand(self.p.scan, self.types, self.p.cdt)
 
     def operand(self, s0, n: int) -> tuple[list, list, ir.Ref]:
         """(loads, computes, the [64, Lc] tile holding E) of the chunk at s0 with n valid positions; past them (a

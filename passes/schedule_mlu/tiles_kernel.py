@@ -107,7 +107,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     """The items (kernels, GDRAM temporaries) of the cheapest plan whose tiles fit NRAM: the first in the order of
     `estimate` (GDRAM bytes and DMA latencies of the busiest core), or, with `rank(items) -> seconds` (the MLU
     cost model, passes/schedule_mlu/cost.py: compute and issue costs too), the fastest of the first RANKED that
-    fit unless within cost.TIE of an earlier one."""
+    fit unless within the MLU ranking policy's tie of an earlier one."""
     cands: list[Plan] = []
     nu = _prod([t.axes.ext[a] for a in t.units])
     for w in lane_candidates(t):

@@ -2,8 +2,8 @@
 
 Recipes (rows, tiles, transpose, reference) turn a group into candidates; `rank` orders the candidates of one
 group by one rule for every recipe and target (ranking.py): on the GPU, the fastest estimate wins, unless a
-candidate that moves at most TRAFFIC_GOAL x the compulsory bytes is within TIME_SLACK of it (then the fastest
-such lean one wins).
+candidate that moves at most the traffic goal x the compulsory bytes is within the time slack of it (then the fastest
+such lean one wins: passes/machines/ranking.json).
 """
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from typing import Callable
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.ranking import RankPolicy, order, policy
 
-GPU = policy("gpu")
-TRAFFIC_GOAL = GPU.traffic_goal   # total global bytes / compulsory bytes we aim for
-TIME_SLACK = GPU.time_slack       # ... when the lean candidate's estimate is within this factor of the best
+GPU = policy("gpu")   # the traffic goal and the time slack below it
 
 
 @dataclass
