@@ -1,6 +1,7 @@
 """One C-style printer for kernel ASTs; backends subclass it and fill in `spell`, a table of spellings."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from gir.codegen import ast as C
@@ -91,9 +92,9 @@ struct gir_chain_op_add { template <typename T> __device__ T operator()(T a, T b
 struct gir_chain_op_mul { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct gir_chain_op_max { template <typename T> __device__ T operator()(T a, T b) const { return gir_max(a, b); } };
 struct gir_chain_op_min { template <typename T> __device__ T operator()(T a, T b) const { return gir_min(a, b); } };
-static __device__ __forceinline__ float gir_chain_low(float) { return -__builtin_huge_valf(); }
+static __device__ __forceinline__ float gir_chain_low(float) { return -__int_as_float(0x7f800000); }
 static __device__ __forceinline__ int gir_chain_low(int) { return (int)0x80000000u; }
-static __device__ __forceinline__ float gir_chain_high(float) { return __builtin_huge_valf(); }
+static __device__ __forceinline__ float gir_chain_high(float) { return __int_as_float(0x7f800000); }
 static __device__ __forceinline__ int gir_chain_high(int) { return 0x7fffffff; }
 // 64-bit values: three words per block, [flag, aggregate, inclusive prefix]; a value is written before its flag
 // with a fence between, and read after the flag with a fence between.
@@ -128,9 +129,9 @@ static __device__ T gir_chain64(long long* status, long long k, long long stride
   atomicExch((unsigned long long*)status, 2ull);
   return excl;
 }
-static __device__ __forceinline__ double gir_chain_low(double) { return -__builtin_huge_val(); }
+static __device__ __forceinline__ double gir_chain_low(double) { return -__longlong_as_double(0x7ff0000000000000LL); }
 static __device__ __forceinline__ long long gir_chain_low(long long) { return (long long)0x8000000000000000ull; }
-static __device__ __forceinline__ double gir_chain_high(double) { return __builtin_huge_val(); }
+static __device__ __forceinline__ double gir_chain_high(double) { return __longlong_as_double(0x7ff0000000000000LL); }
 static __device__ __forceinline__ long long gir_chain_high(long long) { return 0x7fffffffffffffffll; }
 // one entry per op; the value's type picks the one-word (32-bit) or three-word (64-bit) look-back
 template <typename F> static __device__ float gir_chain_run(long long* s, long long k, long long d, float a, float i, F op) {
@@ -168,6 +169,10 @@ class CStylePrinter:
     warp_size = 32
     spell: dict[str, str] = {}
     dtypes: dict[str, str] = {}
+    # infinity and NaN by literal suffix ("f" float, "" double), from their bits: NVRTC (cupy) has neither
+    # __builtin_huge_valf nor math.h's INFINITY; CUDA and HIP have both bit casts (the emulator header defines them)
+    INF = {"f": "__int_as_float(0x7f800000)", "": "__longlong_as_double(0x7ff0000000000000LL)"}
+    NAN = {"f": "__int_as_float(0x7fc00000)", "": "__longlong_as_double(0x7ff8000000000000LL)"}
 
     # ---------------------------------------------------------------- module
     def prelude(self, dtypes: set[str], chain: bool = False) -> str:
@@ -291,9 +296,9 @@ class CStylePrinter:
         if e.kind in ("f", "d"):   # float literals carry an f suffix, double ones none
             v, suffix = float(e.value), "f" if e.kind == "f" else ""
             if math.isnan(v):
-                return f'__builtin_nan{suffix}("")', _ATOM
+                return self.NAN[suffix], _ATOM
             if math.isinf(v):
-                return ("" if v > 0 else "-") + f"__builtin_huge_val{suffix}()", _ATOM if v > 0 else _UNARY
+                return ("" if v > 0 else "-") + self.INF[suffix], _ATOM if v > 0 else _UNARY
             text = repr(v)
             if "e" not in text and "." not in text:
                 text += ".0"
@@ -309,15 +314,29 @@ class CStylePrinter:
         return self.spell[e.name].format(*args)
 
     def declared_dtypes(self, k: C.KernelFunc) -> set[str]:
+        """The element types the kernel names: parameters, on-chip arrays, declarations, casts and conversions
+        anywhere in its statements and expressions (`f32(f16(x))` inside an f32 kernel needs the f16 header)."""
         out = {p.ctype for p in k.params} | {d.ctype for d in k.shared}
-        stack = list(k.body)
-        while stack:
-            s = stack.pop()
-            if isinstance(s, C.Decl):
-                out.add(s.ctype)
-            for attr in ("body", "then", "orelse"):
-                stack.extend(getattr(s, attr, ()))
+        for node in _walk(k.body):
+            if isinstance(node, (C.Decl, C.Cast)):
+                out.add(node.ctype)
+            elif isinstance(node, C.Intrinsic) and node.name in _CONVERSIONS:
+                out.add(_CONVERSIONS[node.name])
         return out
+
+
+_CONVERSIONS = {"h2f": "f16", "f2h": "f16", "bf2f": "bf16", "f2bf": "bf16"}
+
+
+def _walk(node):
+    """Every AST node under `node` (a node, or a list/tuple of them), depth first."""
+    if isinstance(node, (list, tuple)):
+        for item in node:
+            yield from _walk(item)
+    elif dataclasses.is_dataclass(node):
+        yield node
+        for f in dataclasses.fields(node):
+            yield from _walk(getattr(node, f.name))
 
 
 def _one_group(text: str) -> bool:

@@ -58,7 +58,7 @@ def compile(source_or_path, target: str = "sim", sizes: dict[str, int] | None = 
         When every size is bound here the program is compiled now, otherwise at the first call.
     func: the function to compile (default: the first of the file).
     cache: use the on-disk compile cache (gir.cache; `$GIR_CACHE_DIR`, cleared by `gir cache clear`).
-    machine: the GPU machine description to compile for (h100, a100; default the target's).
+    machine: the GPU machine description to compile for (h200, h100, a100; default the target's).
     check: prove every scheduled kernel safe (bounds, races, barriers, ...) while compiling, as gir compile does.
     index_type: the C index type of emitted CUDA (auto, int32, int64).
     check_races: on sim, also detect races dynamically while running (slower).

@@ -96,7 +96,7 @@ class _DeviceRuntime:
         if outs is not None:
             return [given for given, _ in outs]
         like = next(iter(values.values()), None)
-        return [dev.wrap(buffers[p.name], like) for p in kernel.func.results]
+        return [dev.wrap(buffers[p.name], like, p.type.dtype.numpy) for p in kernel.func.results]
 
 
 def _cuda_device():

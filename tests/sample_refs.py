@@ -425,3 +425,24 @@ def with_relations(name, sizes):
         if target in out:
             out[target] = value(out)
     return out
+
+
+def sample_inputs(name: str, func, sizes: dict, rng) -> dict[str, np.ndarray]:
+    """Random inputs of a sample's function in its kernels' shapes (a view's sizes completed): INPUT_MAKERS where
+    given, else normal floats without zeros, booleans, small positive integers."""
+    makers = INPUT_MAKERS.get(name, {})
+    out = {}
+    for p in func.params:
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.type.shape)
+        dt = np.dtype(p.type.dtype.numpy)
+        if p.name in makers:
+            v = makers[p.name](shape, sizes, rng)
+        elif p.type.dtype.is_float:
+            v = rng.standard_normal(shape)
+            v[v == 0.0] = 0.5
+        elif dt == np.bool_:
+            v = rng.random(shape) < 0.5
+        else:
+            v = rng.integers(1, 10, size=shape)
+        out[p.name] = np.asarray(v).astype(dt)
+    return out

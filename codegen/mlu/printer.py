@@ -18,6 +18,8 @@ class MluPrinter(CStylePrinter):
     extension = ".mlu"
     dtypes = CTYPE
     index_ctype = "int"   # the language has no 64-bit integers
+    INF = {"f": "INFINITY", "": "INFINITY"}   # the language's constants (targets/mlu/lang.py)
+    NAN = {"f": "NAN", "": "NAN"}
     spell = {
         "kernel": "__mlu_global__ void {name}({params})",
         "barrier_core": "__sync_io_move_compute()",      # the core's IO and compute pipes

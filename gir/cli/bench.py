@@ -42,7 +42,10 @@ def register(sub) -> None:
                                    "dimensions (ONNX dim_param names)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=50, help="timed runs per case on cuda (median reported)")
-    p.add_argument("--no-baselines", action="store_true", help="skip torch/cupy baselines")
+    p.add_argument("--baselines", choices=("all", "eager", "none"), default="all",
+                   help="cuda: which framework baselines to time (all: torch eager, torch.compile and cupy; eager: "
+                        "no torch.compile, which compiles every case for seconds)")
+    p.add_argument("--no-baselines", action="store_true", help="skip torch/cupy baselines (= --baselines none)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("-o", "--out", default="bench-out", help="directory for results.json/.csv and PNGs")
     p.set_defaults(func=run)

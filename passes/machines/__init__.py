@@ -1,12 +1,13 @@
 """Machine descriptions: data at the bottom of the compiler.
 
-Every target machine is one JSON file in this folder (`h100.json`, `a100.json`, `mi250x.json`, `mi300x.json`,
-`mlu370.json`; `ranking.json` holds the search's ranking policy per target family); the dataclasses in `gpu.py` and `mlu.py` document the fields and are built from those files.
+Every target machine is one JSON file in this folder (`h200.json`, `h100.json`, `a100.json`, `mi250x.json`,
+`mi300x.json`, `mlu370.json`; `ranking.json` holds the search's ranking policy per target family); the
+dataclasses in `gpu.py` and `mlu.py` document the fields and are built from those files.
 Passes, cost models, checks, printers and simulators all read a machine from here; nothing else repeats a
 capacity or a core count.
 
     from gir.passes.machines import machine_for, GpuMachine, MluMachine, MLU370
-    machine_for("cuda")          # the H100 description
+    machine_for("cuda")          # the H200 description
     machine_for("hip", "mi250x")
 """
 from __future__ import annotations

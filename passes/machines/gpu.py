@@ -30,6 +30,11 @@ class GpuMachine:
         counters, temporaries); AMD's 64-bit addresses take pairs of VGPRs.
     max_threads_generated: the largest block the tile recipe generates (hipcc unrolls loops of 1024-thread
         kernels past their 128 VGPRs on CDNA; measured on gfx90a).
+    block_s: what a block costs an SM to dispatch, seconds: an SM starts about one block per 80 ns whatever its
+        size (measured on an H200 by tests/gpu_codegen/probe_blocks.py: empty kernels 80-94 ns per block and
+        SM; a copy by 524,288 blocks of 32 threads ran at 82 ns per block and SM, 40% of the copy bandwidth). A
+        kernel takes at least blocks x block_s / SMs (`dispatch_s`). The other machines: not measured, the same
+        number assumed.
     """
     name: str
     vendor: str
@@ -50,6 +55,11 @@ class GpuMachine:
     sector_bytes: int = 32
     reg_overhead: int = 24
     max_threads_generated: int = 1024
+    block_s: float = 8.0e-8
+
+    def dispatch_s(self, blocks: float) -> float:
+        """The least time a launch of `blocks` blocks takes: the SMs start them one after another."""
+        return blocks * self.block_s / self.sms
 
     @classmethod
     def from_data(cls, data: dict) -> "GpuMachine":
@@ -74,9 +84,9 @@ def gpu_machine(name: str) -> GpuMachine:
     return GpuMachine.from_data(machine_data(key))
 
 
-GPU_MACHINE_NAMES = ("h100", "a100", "mi250x", "mi300x")
+GPU_MACHINE_NAMES = ("h200", "h100", "a100", "mi250x", "mi300x")
 GPU_MACHINES = {n: gpu_machine(n) for n in GPU_MACHINE_NAMES}
-DEFAULT_FOR_TARGET = {"cuda": GPU_MACHINES["h100"], "sim": GPU_MACHINES["h100"], "hip": GPU_MACHINES["mi300x"]}
+DEFAULT_FOR_TARGET = {"cuda": GPU_MACHINES["h200"], "sim": GPU_MACHINES["h200"], "hip": GPU_MACHINES["mi300x"]}
 
 
 def machine_for(target: str, name: str | None = None) -> GpuMachine:

@@ -6,7 +6,7 @@ the Python entry points of GPU compilation, which run the IDFG pipeline (passes/
     plan_module(module, target="cuda", options=None) -> list[FuncPlan]
 
 options: {"sizes": {"M": 4096, ...}  size hints for the search (kernels stay correct for all sizes),
-          "machine": "h100" | "a100" | "mi250x" | "mi300x",
+          "machine": "h200" | "h100" | "a100" | "mi250x" | "mi300x",
           "check": False  (skip the static kernel checks),
           "row_config": RowConfig (force a configuration for every row group; for tests)}
 """

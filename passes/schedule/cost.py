@@ -208,7 +208,7 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
     util = min(1.0, in_flight / (m.sms * 1024)) * lane_util
     # memory-level parallelism: vector accesses move more bytes per instruction
     mlp = min(1.0, 0.55 + 0.15 * cfg.vec)
-    mem_t = (dram / m.dram_bw + l2 / L2_REREAD_BW_SHARE / m.dram_bw) / max(util * mlp, 1e-3)
+    mem_t = max((dram / m.dram_bw + l2 / L2_REREAD_BW_SHARE / m.dram_bw) / max(util * mlp, 1e-3), m.dispatch_s(blocks))
     sync_rounds = rk.nphases * (2 if cfg.rows_per_block == 1 and nw > 1 else 0)
     sync_rounds += 2 * chunks * passes * len(rk.halos) if halo.active(cfg) else 0
     per_team_rows = -(-rows // max(blocks * cfg.rows_per_block, 1))
@@ -254,7 +254,7 @@ def estimate_split(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str
     util = min(1.0, in_flight / (m.sms * 1024)) * lane_util
     mlp = min(1.0, 0.55 + 0.15 * cfg.vec)
     nw = cfg.threads // m.warp
-    secs = dram / m.dram_bw / max(util * mlp, 1e-3) + 2 * m.launch_s + 600 / m.clock_hz
+    secs = max(dram / m.dram_bw / max(util * mlp, 1e-3), m.dispatch_s(blocks)) + 2 * m.launch_s + 600 / m.clock_hz
     secs += rows * ncol * (4 + len(rk.slots)) / (m.sms * 128 * m.clock_hz)
     return Estimate(cfg, secs, dram, 0.0, blocks, cfg.threads, rk.reg_words(cfg), 4 * nw * len(rk.slots),
                     {"passes": 1, "lane_util": round(lane_util, 3), "util": round(util, 3),

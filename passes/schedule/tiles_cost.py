@@ -289,7 +289,7 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
     in_flight = min(blocks, resident * m.sms) * threads
     util = min(1.0, in_flight / (m.sms * 1024)) * lane_util
     mlp = min(1.0, 0.55 + 0.15 * max(w, twl))
-    mem_t = dram / m.dram_bw / max(util * mlp, 1e-3)
+    mem_t = max(dram / m.dram_bw / max(util * mlp, 1e-3), m.dispatch_s(blocks))
     syncs = (2 * a.nphases if kern.exchanges() else 0) + (2 if a.cross and cfg.warps > 1 else 0)
     waves = max(1, math.ceil(blocks / (resident * m.sms)))
     lat = (syncs * 200 + a.nphases * 5 * 40) * team_iters * waves / m.clock_hz

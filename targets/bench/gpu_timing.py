@@ -42,8 +42,9 @@ def copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     return 2 * nbytes / t / 1e9
 
 
-def torch_times(fn, tensors_sets, repeat: int) -> tuple[float | None, float | None]:
-    """(eager, torch.compile) median seconds of `fn` over rotated input sets; None where unavailable."""
+def torch_times(fn, tensors_sets, repeat: int, compiled: bool = True) -> tuple[float | None, float | None]:
+    """(eager, torch.compile) median seconds of `fn` over rotated input sets; None where unavailable or not
+    wanted (`compiled` False)."""
     try:
         import torch
     except ImportError:
@@ -64,6 +65,8 @@ def torch_times(fn, tensors_sets, repeat: int) -> tuple[float | None, float | No
         return statistics.median(times)
 
     eager = timed(fn)
+    if not compiled:
+        return eager, None
     try:
         compiled = timed(torch.compile(fn))
     except Exception:  # torch.compile needs a working Triton; report the eager number alone

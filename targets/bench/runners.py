@@ -25,16 +25,22 @@ SIM_EXEC_LIMIT = 1 << 24     # elements over all tensors the SIMT simulator exec
 MLU_VALUES_LIMIT = 1 << 24   # elements over all tensors the MLU simulator computes values for (else timing only)
 
 
-def check_outputs(func: ir.Func, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> dict:
+def check_outputs(func: ir.Func, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                  sizes: dict[str, int] | None = None) -> dict:
     """The verdict of `gir run` on every result (gir.verdict against the float64 reference evaluator, the
     tolerance of the result's type widened by gir.rounding's bound where the result is ill-conditioned), as
     fields of a row: `status` ok or FAIL; `rel_err` and `tolerance` of the worst result (one that failed, else
-    the one nearest its tolerance); `note` the reasons given (a failure, a widened tolerance)."""
+    the one nearest its tolerance); `note` the reasons given (a failure, a widened tolerance). Inputs in their
+    declared shapes; `sizes` (every size, a view's own too) for a function with reshape views."""
     from gir.rounding import rounding_bound
+    from gir.views import has_views, to_outer
 
     with np.errstate(all="ignore"):  # NaN and inf are compared by the verdict, not warned about
-        expected = evaluate(func, inputs, compute_dtype=np.float64)
-        bounds = rounding_bound(func, inputs)
+        bound = dict(sizes) if sizes is not None and has_views(func) else None  # a view's own sizes
+        expected = evaluate(func, inputs, bound, compute_dtype=np.float64)
+        bounds = rounding_bound(func, inputs, bound)
+        if bound is not None:
+            bounds = to_outer(func, bounds, bound)
     dtypes = {p.name: p.type.dtype for p in func.results}
     verdicts = {name: compare(outputs[name], want, dtypes[name], bounds.get(name)) for name, want in expected.items()}
     worst = max(verdicts.values(), key=lambda v: (not v.passed, v.error / v.tolerance if v.tolerance else 0.0))

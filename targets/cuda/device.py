@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gir.targets.cuda.arrays import is_bf16, storage
+
 
 class CupyDevice:
     """cupy as the array library; kernels compiled with NVRTC and launched on cupy's current stream."""
@@ -31,7 +33,11 @@ class CupyDevice:
         if isinstance(value, xp.ndarray):
             return value, False
         if isinstance(value, np.ndarray):
-            return xp.asarray(value), True
+            return xp.asarray(value.view(np.uint16) if is_bf16(value.dtype) else value), True
+        if type(value).__module__.split(".")[0] == "torch" and str(getattr(value, "dtype", "")) == "torch.bfloat16":
+            import torch
+
+            return xp.from_dlpack(value.view(torch.int16)), False  # cupy has no bfloat16: its bits
         if hasattr(value, "__dlpack__"):
             return xp.from_dlpack(value), False
         if hasattr(value, "__cuda_array_interface__"):
@@ -57,7 +63,7 @@ class CupyDevice:
         return bool(self.xp.may_share_memory(a, b))
 
     def empty(self, shape, dtype):
-        return self.xp.empty(shape, dtype=dtype)
+        return self.xp.empty(shape, dtype=storage(dtype))
 
     def launch(self, func, kernels, arrays: dict, sizes: dict[str, int]) -> None:
         from gir.targets.cuda.runner import launch_device
@@ -66,17 +72,22 @@ class CupyDevice:
 
     def to_host(self, array, out: np.ndarray) -> None:
         """Copy a device array into the numpy array `out` (synchronises)."""
-        np.copyto(out, self.xp.asnumpy(array))
+        a = self.xp.asnumpy(array)
+        np.copyto(out, a.view(out.dtype) if is_bf16(out.dtype) else a)
 
-    def wrap(self, array, like):
-        """`array` in the framework of the input `like`: numpy (a copy to the host, as numpy inputs came
-        from there), torch (a zero-copy view through DLPack), otherwise the cupy array itself."""
+    def wrap(self, array, like, dtype=None):
+        """`array` (holding `dtype` elements) in the framework of the input `like`: numpy (a copy to the host,
+        as numpy inputs came from there), torch (a zero-copy view through DLPack), otherwise the cupy array
+        itself (a bf16 result: its bits, as uint16)."""
+        bf16 = dtype is not None and is_bf16(dtype)
         if isinstance(like, np.ndarray):
-            return self.xp.asnumpy(array)
+            a = self.xp.asnumpy(array)
+            return a.view(dtype) if bf16 else a
         if type(like).__module__.split(".")[0] == "torch":
             import torch
 
-            return torch.from_dlpack(array)
+            t = torch.from_dlpack(array)
+            return t.view(torch.bfloat16) if bf16 else t
         return array
 
 

@@ -79,13 +79,12 @@ def prepare_launches(func: ir.Func, kernels, arrays: dict, sizes: dict[str, int]
     """(name, function, grid, block, args) for every kernel of `func`, in order. `arrays` holds a C-contiguous
     cupy array for every parameter and result (on the current device); the global temporaries are allocated
     into it here."""
-    import cupy as cp
-
     from gir.evaluate import shape_of
+    from gir.targets.cuda.arrays import empty
 
     for item in func.body:
         if isinstance(item, ir.Alloc):
-            arrays[item.name] = cp.empty(shape_of(item.type, sizes), dtype=item.type.dtype.numpy)
+            arrays[item.name] = empty(shape_of(item.type, sizes), item.type.dtype.numpy)
     return [(ks.name, compiled_function(ks), *launch_args(ks.meta, arrays, sizes)) for ks in kernels]
 
 
@@ -103,13 +102,13 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
 
     from gir.codegen import emit_func
     from gir.evaluate import bind_sizes, shape_of
+    from gir.targets.cuda import arrays as dev_arrays
 
     sizes = bind_sizes(func, inputs, sizes)
     kernels = emit_func(func, "cuda", sizes, options)
-    arrays = {p.name: cp.asarray(np.ascontiguousarray(inputs[p.name], dtype=p.type.dtype.numpy))
-              for p in func.params}
-    for p in func.results:
-        arrays[p.name] = cp.empty(shape_of(p.type, sizes), dtype=p.type.dtype.numpy)
+    arrays = {p.name: dev_arrays.to_device(inputs[p.name], p.type.dtype.numpy) for p in func.params}
+    for p in func.results:  # poisoned: an element no kernel writes shows up in the comparison
+        arrays[p.name] = dev_arrays.poisoned(shape_of(p.type, sizes), p.type.dtype.numpy)
     launches = prepare_launches(func, kernels, arrays, sizes)
 
     def once():
@@ -129,7 +128,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
             stop.synchronize()
             per_kernel[name] = cp.cuda.get_elapsed_time(start, stop) / 1e3 / repeat
         seconds = sum(per_kernel.values())
-    outputs = {p.name: cp.asnumpy(arrays[p.name]) for p in func.results}
+    outputs = {p.name: dev_arrays.to_host(arrays[p.name], p.type.dtype.numpy) for p in func.results}
     return RunResult(outputs, seconds, per_kernel, {ks.name: ks.source for ks in kernels})
 
 

@@ -102,6 +102,9 @@ static inline float __frcp_rn(float x) { return 1.0f / x; }
 // __expf, __logf, __sinf, __cosf, __powf: glibc declares and exports them (same results as expf ...).
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+// bit casts (the printers spell infinity and NaN with them: NVRTC has no __builtin_huge_valf)
+static inline float __int_as_float(int x) { float f; std::memcpy(&f, &x, sizeof f); return f; }
+static inline double __longlong_as_double(long long x) { double d; std::memcpy(&d, &x, sizeof d); return d; }
 static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 
 // ------------------------------------------------------------------ the block scheduler

@@ -31,7 +31,7 @@ def test_block_of_32_threads_passes():
     assert errors(load("threads_32")) == []
 
 
-@pytest.mark.parametrize("target, machine", [("cuda", "H100"), ("hip", "MI300X")])
+@pytest.mark.parametrize("target, machine", [("cuda", "H200"), ("hip", "MI300X")])
 def test_block_of_4096_threads_is_an_error(target, machine):
     ds = errors(load("threads_4096"), target=target)
     assert [d.check for d in ds] == ["threads"]

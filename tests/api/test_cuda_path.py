@@ -83,7 +83,7 @@ class EmuDevice:
     def to_host(self, array, out) -> None:
         np.copyto(out, array)
 
-    def wrap(self, array, like):
+    def wrap(self, array, like, dtype=None):
         return array
 
 

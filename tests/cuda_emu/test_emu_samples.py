@@ -25,30 +25,11 @@ _spec.loader.exec_module(sample_refs)
 SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.gir"))
 
 
-def _inputs(name: str, func, sizes: dict, rng) -> dict[str, np.ndarray]:
-    makers = sample_refs.INPUT_MAKERS.get(name, {})
-    out = {}
-    for p in func.params:
-        shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.type.shape)
-        dt = np.dtype(p.type.dtype.numpy)
-        if p.name in makers:
-            v = makers[p.name](shape, sizes, rng)
-        elif p.type.dtype.is_float:
-            v = rng.standard_normal(shape)
-            v[v == 0.0] = 0.5
-        elif dt == np.bool_:
-            v = rng.random(shape) < 0.5
-        else:
-            v = rng.integers(1, 10, size=shape)
-        out[p.name] = np.asarray(v).astype(dt)
-    return out
-
-
 def check_against_evaluate(name: str, explicit, sizes: dict, orders=(0, 1)) -> None:
     func = gir.parse_file(str(ROOT / "samples" / f"{name}.gir")).funcs[0]
     rng = np.random.default_rng(zlib.crc32(f"{name}:{sorted(sizes.items())}".encode()))
     sizes = complete_sizes(func, dict(sizes))  # a reshape view's derived sizes; kernels see the view's shape
-    inputs = _inputs(name, func, sizes, rng)
+    inputs = sample_refs.sample_inputs(name, func, sizes, rng)
     ref = gir.evaluate.evaluate(func, {k: v.copy() for k, v in inputs.items()}, sizes, compute_dtype=np.float64)
     for order in orders:
         res = run_func(explicit, {k: v.copy() for k, v in inputs.items()}, sizes, order=order)

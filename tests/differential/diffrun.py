@@ -1,6 +1,7 @@
 """Run one random program (diffprog.py) on the evaluator, the SIMT simulator and the MLU simulator and judge both
 targets against the float64 evaluator with gir.verdict (per-dtype tolerance, widened only where the result is
-ill-conditioned). `python3 tests/differential/diffrun.py FIRST COUNT` prints a failure census."""
+ill-conditioned). `python3 tests/differential/diffrun.py FIRST COUNT [TARGETS]` prints a failure census (TARGETS: comma-separated,
+default sim,mlu-sim; cuda runs the emitted CUDA on a real GPU)."""
 from __future__ import annotations
 
 import sys
@@ -38,11 +39,22 @@ def _mlu(module, inputs, sizes):
     return run_func(low, inputs, sizes, pipeline=False).outputs
 
 
-def check(seed: int) -> dict[str, str]:
+def _cuda(module, inputs, sizes):
+    """The emitted CUDA on a real GPU (cupy), through the same pipeline as `gir run --target cuda`."""
+    from gir.passes.schedule import lower_module
+    from gir.targets.cuda import run_func
+    low = lower_module(module, "cuda", {"sizes": sizes}).funcs[0]
+    return run_func(low, inputs, sizes).outputs
+
+
+RUNNERS = {"sim": _sim, "mlu-sim": _mlu, "cuda": _cuda}
+
+
+def check(seed: int, targets=("sim", "mlu-sim")) -> dict[str, str]:
     """{target: problem} for the targets that disagree with the evaluator ('' = all agree). A GirError on the
     MLU is a refusal (allowed when it is located); any other exception is a failure."""
     text, sizes = program(seed)
-    return check_text(text, sizes, seed, f"<random {seed}>")
+    return check_text(text, sizes, seed, f"<random {seed}>", targets)
 
 
 def check_text(text: str, sizes: dict[str, int], seed: int = 0, name: str = "<program>",
@@ -56,9 +68,8 @@ def check_text(text: str, sizes: dict[str, int], seed: int = 0, name: str = "<pr
         want = evaluate(func, inputs, compute_dtype=np.float64)
         bounds = rounding_bound(func, inputs)
     problems = {}
-    for name, runner in (("sim", _sim), ("mlu-sim", _mlu)):
-        if name not in targets:
-            continue
+    for name in targets:
+        runner = RUNNERS[name]
         try:
             with np.errstate(all="ignore"):
                 got = runner(module, inputs, sizes)
@@ -77,12 +88,12 @@ def check_text(text: str, sizes: dict[str, int], seed: int = 0, name: str = "<pr
     return problems
 
 
-def main(first: int, count: int) -> None:
+def main(first: int, count: int, targets=("sim", "mlu-sim")) -> None:
     import collections
     census = collections.Counter()
     bad = 0
     for seed in range(first, first + count):
-        problems = check(seed)
+        problems = check(seed, targets)
         if problems:
             bad += 1
             text, sizes = program(seed)
@@ -95,5 +106,14 @@ def main(first: int, count: int) -> None:
         print(f"{n:5d}  {k}: {v}")
 
 
+def targets_arg(argv: list[str]) -> tuple[str, ...]:
+    """The optional third argument: comma-separated targets (sim, mlu-sim, cuda; default sim,mlu-sim)."""
+    names = tuple(argv[3].split(",")) if len(argv) > 3 else ("sim", "mlu-sim")
+    unknown = [n for n in names if n not in RUNNERS]
+    if unknown:
+        sys.exit(f"unknown target {unknown[0]!r} (known: {', '.join(RUNNERS)})")
+    return names
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), targets_arg(sys.argv))

@@ -2,7 +2,8 @@
 any axis with any op and flags, operands computed from the input and a weight broadcast over any axes, sibling
 scans (the same axis, sharing the input), a scan of a scan, consumers (element-wise, a reduction) after them,
 f32 / f16 / bf16 / i32, sizes 1 / primes / non-multiples of 32 and long rows (the MLU's long scans).
-`python3 tests/differential/scanprog.py FIRST COUNT` prints a failure census (sim and mlu-sim vs the evaluator)."""
+`python3 tests/differential/scanprog.py FIRST COUNT [TARGETS]` prints a failure census (sim and mlu-sim vs the
+evaluator by default; TARGETS as diffrun.py's, e.g. cuda on a real GPU)."""
 from __future__ import annotations
 
 import math
@@ -84,13 +85,13 @@ def program(seed: int) -> tuple[str, dict[str, int]]:
     return text, sizes
 
 
-def main(first: int, count: int) -> None:
+def main(first: int, count: int, targets=("sim", "mlu-sim")) -> None:
     import collections
     from diffrun import check_text
     census, bad = collections.Counter(), 0
     for seed in range(first, first + count):
         text, sizes = program(seed)
-        problems = check_text(text, sizes, seed, f"<scans {seed}>")
+        problems = check_text(text, sizes, seed, f"<scans {seed}>", targets)
         if problems:
             bad += 1
             print(f"--- seed {seed} {sizes}\n{text}" + "".join(f"  {k}: {v}\n" for k, v in problems.items()),
@@ -104,4 +105,5 @@ def main(first: int, count: int) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    from diffrun import targets_arg
+    main(int(sys.argv[1]), int(sys.argv[2]), targets_arg(sys.argv))

@@ -73,15 +73,15 @@ def test_every_op_and_form_1d(op, exclusive, reverse):
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "i32"])
 @pytest.mark.parametrize("op", ["cumsum", "cummax"])
 def test_element_types(dtype, op):
-    f, _ = _run(op, dtype, (2, 5003), 1, 0, weighted=True)
+    f, _ = _run(op, dtype, (2, 8009), 1, 0, weighted=True)
     assert _chained(f)
 
 
 @pytest.mark.parametrize("shape,chained", [((1025,), False), ((2048,), False), ((4099,), True), ((3, 1031), False),
-                                           ((1, 70001), True), ((2, 3, 3001), True), ((3, 2, 1), False)])
+                                           ((1, 70001), True), ((2, 3, 4099), True), ((3, 2, 1), False)])
 def test_sizes_at_chunk_boundaries(shape, chained):
     """Rows of two chunks or fewer stay on one block: the estimate counts the second launch (the zeroing
-    kernel) against the few idle SMs."""
+    kernel) against the few idle SMs (on the H200 model, 6 rows of 3 chunks too: 3001 positions)."""
     f, _ = _run("cumsum", "f32", shape, 0, 1, weighted=True)
     assert _chained(f) == chained
 

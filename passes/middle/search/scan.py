@@ -64,6 +64,7 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         threads = min(MAX_THREADS, _round_up(hint(s.ranges[c], hints), m.warp))
         lanes_used = min(1.0, hint(s.ranges[c], hints) / threads)
         util = min(1.0, slices / (m.sms * 1024.0))
+        blocks = -(-slices // threads)
         kind, team, lanes = "scan-columns", "thread", c
         if hint(s.ranges[c], hints) < m.warp:
             remarks.append(f"the innermost axis '{c}' has fewer than {m.warp} points: the warps of this scan along "
@@ -86,6 +87,7 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         threads = min(MAX_THREADS, max(m.warp, _pow2(-(-extent // VEC))))
         lanes_used = 1.0
         util = min(1.0, slices * threads / (m.sms * 1024.0))
+        blocks = slices
         kind, team, lanes, c = "scan-rows", "block", p.axis, None
         plan = _row_plan(g, scans, slices, extent, threads, hints, m)
         ways = [scans]
@@ -99,7 +101,8 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         if plan["rereads"]:
             remarks.append(f"{names}: the reverse pass keeps the first {plan['stash']} values of a row in shared "
                            f"memory and reads the other {extent - plan['stash']} of each row's operands again")
-    seconds = comp / m.dram_bw / max(util * lanes_used * 0.85, 1e-3) + m.launch_s * len(ways)
+    seconds = max(comp / m.dram_bw / max(util * lanes_used * 0.85, 1e-3), m.dispatch_s(blocks)) \
+        + m.launch_s * len(ways)
     others = tuple(v for v in s.out_vars if v not in (p.axis, c))
     notes = {"mapping": kind}
     if plan.get("R", 1) > 1:
@@ -179,7 +182,7 @@ def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int,
     util = min(1.0, blocks * threads / (m.sms * 1024.0)) * min(1.0, cols / threads)
     status = 8.0 * slices * segs * sum(status_words(x) for w in ways for x in w)
     traffic = comp + 3 * status          # zeroed, written, read by the successor's look-back
-    seconds = traffic / m.dram_bw / max(util * 0.85, 1e-3) + 2 * m.launch_s * len(ways)
+    seconds = max(traffic / m.dram_bw / max(util * 0.85, 1e-3), m.dispatch_s(blocks)) + 2 * m.launch_s * len(ways)
     c = s.out_vars[-1]
     others = tuple(v for v in s.out_vars if v not in (p.axis, c))
     dec = Decision("scan", blocks=others + (c, "segment"), lanes=c, loops=(p.axis,), team="thread",
@@ -211,7 +214,7 @@ def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slice
     util = min(1.0, blocks * threads / (m.sms * 1024.0))
     status = 8.0 * blocks * sum(status_words(x) for x in scans)
     traffic = comp + 3 * status          # zeroed, written, read by the successor's look-back
-    seconds = traffic / m.dram_bw / max(util * 0.85, 1e-3) + 2 * m.launch_s
+    seconds = max(traffic / m.dram_bw / max(util * 0.85, 1e-3), m.dispatch_s(blocks)) + 2 * m.launch_s
     others = tuple(v for v in s.out_vars if v != p.axis)
     dec = Decision("scan", blocks=others + ("segment",), lanes=p.axis, loops=(p.axis,), team="block",
                    threads=threads, vec=VEC, reduction=" ".join(f"{x.p.op} {x.p.form()} chained" for x in scans),

@@ -54,7 +54,7 @@ class Schedule(ModulePass):
     """Search a schedule for every group of the IDFG and emit explicit kernels (target: cuda, hip, sim or mlu-sim).
 
     sizes: size hints for the search ("M=4096,N=4096"; the kernels stay correct for all sizes; on mlu-sim the
-    sizes every kernel is built for, one per size symbol); machine: h100, a100, mi250x or mi300x (default: the
+    sizes every kernel is built for, one per size symbol); machine: h200, h100, a100, mi250x or mi300x (default: the
     target's; mlu370 on mlu-sim); check: prove every kernel safe (GPU targets). On mlu-sim the recipes are the
     MLU strategies of passes/schedule_mlu (search/mlu.py)."""
     name: ClassVar[str] = "schedule"

@@ -42,7 +42,7 @@ def candidates(g, stmts: list, m, hints: dict[str, int]) -> list[Candidate]:
     nbytes = n * (tk.dtype.nbytes + tk.odtype.nbytes)
     blocks = max(1, n // (TILE * TILE))
     util = min(1.0, blocks * TILE * ROWS / (m.sms * 1024))
-    seconds = nbytes / m.dram_bw / max(util * 0.85, 1e-3) + m.launch_s
+    seconds = max(nbytes / m.dram_bw / max(util * 0.85, 1e-3), m.dispatch_s(blocks)) + m.launch_s
     dec = Decision("transpose", blocks=tuple(st.out_vars), lanes=tk.xin, team="block", threads=TILE * ROWS,
                    tile=((tk.yin, TILE), (tk.xin, TILE)), levels=(("_tile", "shared"),))
 

@@ -1,0 +1,73 @@
+"""Host <-> device arrays for the CUDA runners. cupy has no bfloat16: a bf16 tensor lives on the device as
+uint16 (the same bits; kernels take plain pointers) and is viewed back as ml_dtypes.bfloat16 on the host. Results
+start poisoned so that an element no kernel writes shows up in the comparison."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def is_bf16(dtype) -> bool:
+    return np.dtype(dtype).name == "bfloat16"
+
+
+def storage(dtype) -> np.dtype:
+    """The cupy dtype holding `dtype`'s elements."""
+    return np.dtype(np.uint16) if is_bf16(dtype) else np.dtype(dtype)
+
+
+def to_device(host: np.ndarray, dtype=None):
+    """A cupy copy of a host array (converted to `dtype` first when given)."""
+    import cupy as cp
+
+    a = np.ascontiguousarray(host if dtype is None else np.asarray(host).astype(dtype, copy=False))
+    return cp.asarray(a.view(np.uint16) if is_bf16(a.dtype) else a)
+
+
+def to_host(array, dtype) -> np.ndarray:
+    """The host copy of a device array holding `dtype` elements."""
+    import cupy as cp
+
+    return cp.asnumpy(array).view(dtype) if is_bf16(dtype) else cp.asnumpy(array)
+
+
+def empty(shape, dtype):
+    import cupy as cp
+
+    return cp.empty(shape, dtype=storage(dtype))
+
+
+def random(shape, dtype, seed: int):
+    """Random device values of `dtype` drawn on the device (no host copy: timing inputs of large cases): normal
+    floats, integers 1..9, booleans half true."""
+    import cupy as cp
+
+    gen = cp.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return gen.random(shape, dtype=np.float32) < 0.5
+    if dt.kind in "iu":
+        return gen.integers(1, 10, size=shape).astype(dt)
+    x = gen.standard_normal(shape, dtype=np.float64 if dt.itemsize == 8 else np.float32)
+    if is_bf16(dt):
+        return (x.view(np.uint32) >> 16).astype(np.uint16)   # truncated to bf16's bits
+    return x.astype(dt)
+
+
+def poisoned(shape, dtype):
+    """A device array of `dtype` elements that all read as 'never written': NaN for floats (bf16's NaN bits), the
+    most negative value for integers, True for bool."""
+    import cupy as cp
+
+    dt = np.dtype(dtype)
+    if is_bf16(dt):
+        return cp.full(shape, 0x7FC0, dtype=np.uint16)
+    if dt.kind == "f":
+        value = np.nan
+    elif dt.kind in "iu":
+        value = np.iinfo(dt).min
+    else:
+        value = True
+    return cp.full(shape, value, dtype=dt)
+
+
+__all__ = ["is_bf16", "storage", "to_device", "to_host", "empty", "random", "poisoned"]
