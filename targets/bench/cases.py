@@ -37,11 +37,19 @@ class Case:
         return random_inputs(func, self.sizes, rng)
 
     def judge(self, func, inputs: dict, outputs: dict) -> dict:
-        """`status`, `rel_err`, `tolerance` (and `note`) of a target's outputs: the verdict of `gir run`
-        against the float64 reference evaluator (runners.check_outputs)."""
+        """`status`, `rel_err`, `tolerance` (and `note`) of a target's outputs (in the kernels' shapes) on
+        `inputs` (in the declared shapes): the verdict of `gir run` against the float64 reference evaluator
+        (runners.check_outputs)."""
         from gir.targets.bench.runners import check_outputs
+        from gir.views import to_outer
 
-        return check_outputs(func, inputs, outputs)
+        return check_outputs(func, inputs, to_outer(func, outputs, self.sizes), self.sizes)
+
+    def viewed(self, func, inputs: dict) -> dict:
+        """Inputs in the shapes the kernels take (a reshape view's; the same arrays otherwise)."""
+        from gir.views import to_view
+
+        return to_view(func, inputs, self.sizes)
 
 
 _R3 = (128, 4096, 4095)

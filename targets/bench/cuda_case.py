@@ -40,9 +40,10 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     sets = []
     for k in range(n_sets):
         if k == 0 and values:
-            arrays = {p.name: dev_arrays.to_device(host[p.name], p.type.dtype.numpy) for p in func.params}
+            viewed = case.viewed(func, host)
+            arrays = {p.name: dev_arrays.to_device(viewed[p.name], p.type.dtype.numpy) for p in func.params}
         elif own_inputs:
-            h = case.make_inputs(func, rng)
+            h = case.viewed(func, case.make_inputs(func, rng))
             arrays = {p.name: dev_arrays.to_device(h[p.name], p.type.dtype.numpy) for p in func.params}
         else:
             arrays = {p.name: dev_arrays.random(shape_of(p.type, case.sizes), p.type.dtype.numpy, seed + k)

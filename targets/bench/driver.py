@@ -9,6 +9,7 @@ from gir import ir
 from gir.cli.common import check_sizes_used, parse_sizes, size_names
 from gir.errors import GirError, UsageError
 from gir.parser import parse_text
+from gir.views import user_sizes
 from gir.source import read_source
 from gir.targets.bench.cases import SUITE_NAMES, Case, suite_cases
 from gir.targets.bench.envinfo import environment
@@ -56,7 +57,7 @@ def _file_case(path: str, text: str, module: ir.Module | None, sizes: dict[str, 
     if module is None or not module.funcs:
         return Case("files", Path(path).stem, "file", dict(sizes), text, path)
     check_sizes_used(module, {k: v for k, v in sizes.items() if k not in elsewhere}, path)
-    missing = [s for s in module.funcs[0].size_symbols() if s not in sizes]
+    missing = [s for s in user_sizes(module.funcs[0]) if s not in sizes]   # a reshape view's derived ones follow
     if missing:
         what = f"sizes {', '.join(missing)} of {path} are" if len(missing) > 1 else f"size {missing[0]} of {path} is"
         raise UsageError(f"{what} not given (use --sizes {','.join(f'{s}=...' for s in missing)})")

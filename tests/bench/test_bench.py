@@ -105,6 +105,22 @@ def test_sizes_of_several_files(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(f"error: --sizes binds 'Q', which {a} does not use")
 
 
+@pytest.mark.parametrize("target", ["sim", "mlu-sim"])
+def test_a_file_with_reshape_views(tmp_path, target):
+    """A view's derived sizes (C / G, H * W) are not given: they follow from the declared ones; inputs travel in
+    the declared shapes and are judged like `gir run` judges them."""
+    src = tmp_path / "gn.gir"
+    view = "f32[N, C, H, W] as [N, 3, C / 3, H * W]"
+    src.write_text(f"func gn(x: {view}) -> (y: {view}) {{\n"
+                   "  m[n, g] = mean(x[n, g, c, s])\n"
+                   "  y[n, g, c, s] = x[n, g, c, s] - m[n, g]\n}\n")
+    out = tmp_path / "out"
+    assert main(["bench", str(src), "--sizes", "N=2,C=9,H=3,W=5", "--target", target, "-q", "-o", str(out)]) == 0
+    rows = json.loads((out / "results.json").read_text())["results"]
+    assert [(r["op"], r["status"]) for r in rows] == [("gn", "ok")]
+    assert rows[0]["compulsory_bytes"] == 2 * 2 * 9 * 3 * 5 * 4
+
+
 def test_cuda_target_without_gpu_is_a_clean_error(tmp_path, capsys):
     from gir.targets.cuda import available
 
