@@ -183,7 +183,7 @@ def run_empty(kernel, program, runtime, values: dict, arrays: dict, outs, sizes)
             r = computed[p.name]
         elif kernel.target == "cuda":   # a device array, as the inputs
             r = runtime.device.wrap(runtime.device.empty(shape_of(p.type, sizes), p.type.dtype.numpy),
-                                    next(iter(values.values()), None))
+                                    next(iter(values.values()), None), p.type.dtype.numpy)
         else:
             r = np.empty(shape_of(p.type, sizes), p.type.dtype.numpy)
         if outs is not None:

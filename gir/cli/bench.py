@@ -93,7 +93,7 @@ def _run_model(models: list[str], args, dtypes) -> int:
 
     try:
         bench = bench_model(path, args.target, args.out, dtypes or MODEL_DTYPES, args.sizes, args.seed,
-                            args.repeat, not args.no_baselines, args.quiet, _argv())
+                            args.repeat, "none" if args.no_baselines else args.baselines, args.quiet, _argv())
     except Exception as exc:  # a file onnx cannot read: one line, no traceback
         if type(exc).__module__.startswith(("onnx", "google")) or type(exc) in (OSError, ValueError):
             print(f"{models[0]}: error: cannot read the ONNX model: {exc}", file=sys.stderr)

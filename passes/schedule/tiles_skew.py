@@ -379,7 +379,8 @@ def _estimate(a, cfg: TileConfig, m, hints, estimate, vec: int, elem: int):
     resident = max(1, min(m.max_threads_per_sm // threads, 32, m.regs_per_sm // max(1, max(32, regs) * threads)))
     in_flight = min(est.blocks, resident * m.sms) * threads * (win + 1) * vec * elem
     util = min(1.0, in_flight / (m.sms * 1024 * 16)) * est.notes.get("lane_util", 1.0)
-    secs = max(est.seconds - mem_plain, 0.0) + max(dram / m.dram_bw / max(util, 1e-3), m.dispatch_s(est.blocks))
+    floor = m.dispatch_s(est.blocks)   # the plain estimate took the larger of its memory time and this
+    secs = max(est.seconds - max(mem_plain, floor), 0.0) + max(dram / m.dram_bw / max(util, 1e-3), floor)
     est.config, est.seconds, est.dram_bytes, est.regs, est.smem = cfg, secs, dram, regs, smem
     est.compulsory = comp
     est.notes = dict(est.notes, skew=A, compulsory=est.compulsory)

@@ -18,6 +18,7 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     import cupy as cp
 
     from gir.codegen import emit_func
+    from gir.evaluate import domain_ranges
     from gir.passes.schedule import lower_module
     from gir.targets.bench.gpu_timing import median_time, rotation_count
     from gir.targets.bench.runners import total_elements
@@ -37,6 +38,7 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     case_bytes = sum(math.prod(shape_of(p.type, case.sizes)) * p.type.dtype.numpy.itemsize for p in func.params)
     n_sets = rotation_count(case_bytes)
     seed = int(rng.integers(1 << 31))
+    ranges = domain_ranges(func)
     sets = []
     for k in range(n_sets):
         if k == 0 and values:
@@ -46,8 +48,8 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
             h = case.viewed(func, case.make_inputs(func, rng))
             arrays = {p.name: dev_arrays.to_device(h[p.name], p.type.dtype.numpy) for p in func.params}
         else:
-            arrays = {p.name: dev_arrays.random(shape_of(p.type, case.sizes), p.type.dtype.numpy, seed + k)
-                      for p in func.params}
+            arrays = {p.name: dev_arrays.random(shape_of(p.type, case.sizes), p.type.dtype.numpy, seed + k,
+                                                ranges.get(p.name)) for p in func.params}
         for p in low.results:
             arrays[p.name] = dev_arrays.poisoned(shape_of(p.type, case.sizes), p.type.dtype.numpy)
         for item in low.body:
@@ -74,8 +76,8 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     which = baselines_wanted(args)
     if which != "none":  # a case may bring its own (an ONNX subgraph: onnxruntime, torch.compile)
         own = getattr(case, "gpu_baselines", None)
-        row.update(own(func, sets, args.repeat) if own else _baselines(case, func, sets, args.repeat,
-                                                                       compiled=which == "all"))
+        how = {"compiled": which == "all"}
+        row.update(own(func, sets, args.repeat, **how) if own else _baselines(case, func, sets, args.repeat, **how))
     return row
 
 
@@ -99,7 +101,7 @@ def _baselines(case, func, sets, repeat, compiled: bool = True) -> dict:
 
         fn = torch_op(case.op)
         tsets = [[torch.from_dlpack(s[-1][n]).view(torch.bfloat16) if n in bf16 else torch.from_dlpack(s[-1][n])
-                  for n in params] for s in sets]   # bf16 lives as uint16 in cupy (targets/cuda/arrays.py)
+                  for n in params] for s in sets]   # bf16 lives as int16 in cupy (targets/cuda/arrays.py)
     except ImportError:
         pass
     if fn is not None:

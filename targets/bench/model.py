@@ -86,10 +86,10 @@ class ModelCase(Case):
             row["note"] = "; ".join(reasons)
         return row
 
-    def gpu_baselines(self, func: ir.Func, sets: list, repeat: int) -> dict:
+    def gpu_baselines(self, func: ir.Func, sets: list, repeat: int, compiled: bool = True) -> dict:
         from gir.targets.bench.model_gpu import model_baselines
 
-        return model_baselines(self, func, sets, repeat)
+        return model_baselines(self, func, sets, repeat, compiled)
 
 
 def _as_onnx_type(value: np.ndarray, elem_type: int) -> np.ndarray:
@@ -156,7 +156,7 @@ class ModelBench:
 
 
 def bench_model(source, target: str = "sim", out: str | os.PathLike = "bench-out", dtypes=MODEL_DTYPES,
-                sizes: str | None = None, seed: int = 0, repeat: int = 50, baselines: bool = True,
+                sizes: str | None = None, seed: int = 0, repeat: int = 50, baselines: bool | str = True,
                 quiet: bool = True, argv: list[str] | None = None) -> ModelBench:
     """Benchmark every imported subgraph of an ONNX model (path or ModelProto) on `target` (sim, mlu-sim,
     cuda); writes DIR/results.json, results.csv, results.md, the PNGs and DIR/import/ (the functions and the
@@ -167,8 +167,9 @@ def bench_model(source, target: str = "sim", out: str | os.PathLike = "bench-out
     cases, result = model_cases(source, dtypes, sizes)
     if not cases:
         raise UsageError(f"{result.source}: no memory-bound subgraph was imported; nothing to benchmark")
-    args = argparse.Namespace(target=target, seed=seed, repeat=repeat, no_baselines=not baselines, quiet=quiet,
-                              out=str(out), quick=False)
+    mode = baselines if isinstance(baselines, str) else ("all" if baselines else "none")  # all | eager | none
+    args = argparse.Namespace(target=target, seed=seed, repeat=repeat, no_baselines=mode == "none", baselines=mode,
+                              quiet=quiet, out=str(out), quick=False)
     from gir.onnx.report import summary
 
     env = {"model": str(result.source), "import": summary(result),

@@ -17,11 +17,12 @@ ORT_MISSING = "onnxruntime is not installed (pip install onnxruntime-gpu): no on
 TORCH_MISSING = "torch is not installed (pip install torch): no torch.compile time"
 
 
-def model_baselines(case, func: ir.Func, sets: list, repeat: int) -> dict:
-    """`ort_s` and `torch_eager_s` / `torch_compile_s` (median seconds) with their notes."""
+def model_baselines(case, func: ir.Func, sets: list, repeat: int, compiled: bool = True) -> dict:
+    """`ort_s` and `torch_eager_s` / `torch_compile_s` (median seconds; torch.compile when `compiled`) with
+    their notes."""
     model = case.subgraph()
     out = ort_time(model, case, func, sets, repeat)
-    out.update(torch_time(model, case, func, sets, repeat))
+    out.update(torch_time(model, case, func, sets, repeat, compiled))
     return out
 
 
@@ -70,7 +71,13 @@ def _median_wall(run, n_sets: int, repeat: int, warmup: int = 5) -> float:
     return statistics.median(times)
 
 
-def torch_time(model, case, func: ir.Func, sets: list, repeat: int) -> dict:
+def _torch(torch, array, bf16: bool):
+    """A torch view of a cupy array (a bf16 one holds the bits as int16)."""
+    t = torch.from_dlpack(array)
+    return t.view(torch.bfloat16) if bf16 else t
+
+
+def torch_time(model, case, func: ir.Func, sets: list, repeat: int, compiled: bool = True) -> dict:
     try:
         import torch
     except ImportError:
@@ -83,9 +90,10 @@ def torch_time(model, case, func: ir.Func, sets: list, repeat: int) -> dict:
     except UnsupportedOp as exc:
         return {"torch_eager_s": None, "torch_compile_s": None, "torch_note": f"torch: {exc}"}
     by_onnx = {t: g for g, t in case.function.inputs.items()}
-    tsets = [[torch.from_dlpack(s[-1][by_onnx[name]]) for name in fn.input_names] for s in sets]
-    eager, compiled = torch_times(fn, tsets, repeat)
-    out = {"torch_eager_s": eager, "torch_compile_s": compiled}
-    if compiled is None:
+    bf16 = {p.name for p in func.params if p.type.dtype == ir.DType.bf16}   # int16 bits in cupy (cuda/arrays.py)
+    tsets = [[_torch(torch, s[-1][by_onnx[name]], by_onnx[name] in bf16) for name in fn.input_names] for s in sets]
+    eager, timed = torch_times(fn, tsets, repeat, compiled)
+    out = {"torch_eager_s": eager, "torch_compile_s": timed}
+    if compiled and timed is None:
         out["torch_note"] = "torch.compile failed on this subgraph (it needs a working Triton): eager time only"
     return out

@@ -1,5 +1,6 @@
 """Host <-> device arrays for the CUDA runners. cupy has no bfloat16: a bf16 tensor lives on the device as
-uint16 (the same bits; kernels take plain pointers) and is viewed back as ml_dtypes.bfloat16 on the host. Results
+int16 (the same bits; kernels take plain pointers; every torch can view int16 as bfloat16) and is viewed back as
+ml_dtypes.bfloat16 on the host. Results
 start poisoned so that an element no kernel writes shows up in the comparison."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ def is_bf16(dtype) -> bool:
 
 def storage(dtype) -> np.dtype:
     """The cupy dtype holding `dtype`'s elements."""
-    return np.dtype(np.uint16) if is_bf16(dtype) else np.dtype(dtype)
+    return np.dtype(np.int16) if is_bf16(dtype) else np.dtype(dtype)
 
 
 def to_device(host: np.ndarray, dtype=None):
@@ -20,7 +21,7 @@ def to_device(host: np.ndarray, dtype=None):
     import cupy as cp
 
     a = np.ascontiguousarray(host if dtype is None else np.asarray(host).astype(dtype, copy=False))
-    return cp.asarray(a.view(np.uint16) if is_bf16(a.dtype) else a)
+    return cp.asarray(a.view(np.int16) if is_bf16(a.dtype) else a)
 
 
 def to_host(array, dtype) -> np.ndarray:
@@ -36,9 +37,10 @@ def empty(shape, dtype):
     return cp.empty(shape, dtype=storage(dtype))
 
 
-def random(shape, dtype, seed: int):
-    """Random device values of `dtype` drawn on the device (no host copy: timing inputs of large cases): normal
-    floats, integers 1..9, booleans half true."""
+def random(shape, dtype, seed: int, value_range: tuple[float, float] | None = None):
+    """Random device values of `dtype` drawn on the device (no host copy: timing inputs of large cases), as
+    gir.evaluate.random_inputs draws them: normal floats (uniform in `value_range` when given: an input's domain),
+    integers 1..7, booleans half true."""
     import cupy as cp
 
     gen = cp.random.default_rng(seed)
@@ -46,10 +48,15 @@ def random(shape, dtype, seed: int):
     if dt.kind == "b":
         return gen.random(shape, dtype=np.float32) < 0.5
     if dt.kind in "iu":
-        return gen.integers(1, 10, size=shape).astype(dt)
-    x = gen.standard_normal(shape, dtype=np.float64 if dt.itemsize == 8 else np.float32)
+        return gen.integers(1, 8, size=shape).astype(dt)
+    wide = np.float64 if dt.itemsize == 8 else np.float32
+    if value_range is not None:
+        lo, hi = value_range
+        x = (lo + (hi - lo) * gen.random(shape, dtype=wide)).astype(wide)
+    else:
+        x = gen.standard_normal(shape, dtype=wide)
     if is_bf16(dt):
-        return (x.view(np.uint32) >> 16).astype(np.uint16)   # truncated to bf16's bits
+        return (x.view(np.uint32) >> 16).astype(np.int16)   # truncated to bf16's bits
     return x.astype(dt)
 
 
@@ -60,7 +67,7 @@ def poisoned(shape, dtype):
 
     dt = np.dtype(dtype)
     if is_bf16(dt):
-        return cp.full(shape, 0x7FC0, dtype=np.uint16)
+        return cp.full(shape, 0x7FC0, dtype=np.int16)
     if dt.kind == "f":
         value = np.nan
     elif dt.kind in "iu":

@@ -33,7 +33,7 @@ class CupyDevice:
         if isinstance(value, xp.ndarray):
             return value, False
         if isinstance(value, np.ndarray):
-            return xp.asarray(value.view(np.uint16) if is_bf16(value.dtype) else value), True
+            return xp.asarray(value.view(np.int16) if is_bf16(value.dtype) else value), True
         if type(value).__module__.split(".")[0] == "torch" and str(getattr(value, "dtype", "")) == "torch.bfloat16":
             import torch
 
@@ -78,7 +78,7 @@ class CupyDevice:
     def wrap(self, array, like, dtype=None):
         """`array` (holding `dtype` elements) in the framework of the input `like`: numpy (a copy to the host,
         as numpy inputs came from there), torch (a zero-copy view through DLPack), otherwise the cupy array
-        itself (a bf16 result: its bits, as uint16)."""
+        itself (a bf16 result: its bits, as int16)."""
         bf16 = dtype is not None and is_bf16(dtype)
         if isinstance(like, np.ndarray):
             a = self.xp.asnumpy(array)

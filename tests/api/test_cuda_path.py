@@ -214,3 +214,23 @@ def test_gpu_cupy_and_torch_tensors_stay_on_the_device():
     ty = k(torch.from_numpy(x).cuda())
     assert isinstance(ty, torch.Tensor) and ty.is_cuda
     assert_matches(k, {"x": x}, ty.cpu().numpy())
+
+
+def test_device_bf16_bits_are_a_bf16_argument():
+    """cupy has no bfloat16: a device array of int16 carries a bf16 argument's bits (targets/cuda/arrays.py); a
+    host int16 array, or device bits of another width, is still refused."""
+    from gir import ir
+    from gir.api import check_array
+    from gir.errors import GirError
+
+    class DeviceArray:   # what check_array reads of a cupy array
+        def __init__(self, dtype, shape):
+            self.dtype, self.shape = np.dtype(dtype), shape
+
+    bf16 = ir.TensorType(ir.DType.bf16, ("N",))
+    check_array("argument 'x'", bf16, DeviceArray(np.int16, (5,)), {"N": 5})
+    for bad in (DeviceArray(np.float32, (5,)), DeviceArray(np.int16, (4,)), np.zeros(5, np.int16)):
+        with pytest.raises(GirError, match="argument 'x': expected bf16"):
+            check_array("argument 'x'", bf16, bad, {"N": 5})
+    with pytest.raises(GirError, match="expected f16"):
+        check_array("argument 'x'", ir.TensorType(ir.DType.f16, ("N",)), DeviceArray(np.int16, (5,)), {"N": 5})

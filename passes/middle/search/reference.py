@@ -8,7 +8,7 @@ missed optimisation when it has to choose it.
 from __future__ import annotations
 
 from gir import ir
-from gir.passes.middle.printer import KernelPrinter, standalone_kernel
+from gir.passes.middle.printer import KernelPrinter, pick_threads, standalone_kernel
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
@@ -46,8 +46,9 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
                 dram += n * elem / m.warp  # the same element for the whole warp
         dram += _store_bytes(g, s, hints)
     util = min(1.0, teams / (m.sms * 1024))
-    seconds = dram / m.dram_bw / max(util * 0.5, 1e-3) + work * 20 / m.clock_hz / max(util, 1e-3) / (m.sms * 128) \
-        + m.launch_s * (1 + len(grp.cross))
+    tpb = pick_threads(hint(grp.axes[inner_axis], hints), m.warp) if inner_axis else 1
+    seconds = max(dram / m.dram_bw / max(util * 0.5, 1e-3), m.dispatch_s(teams / tpb)) \
+        + work * 20 / m.clock_hz / max(util, 1e-3) / (m.sms * 128) + m.launch_s * (1 + len(grp.cross))
     dec = Decision("reference", blocks=tuple(grp.team[:-1]), lanes=inner_axis, team="thread", threads=1,
                    loops=tuple(a for a in grp.axes if a not in grp.team),
                    reduction="serial" if any(s.is_reduction for s in unit.stmts) else "none")

@@ -64,7 +64,8 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         threads = min(MAX_THREADS, _round_up(hint(s.ranges[c], hints), m.warp))
         lanes_used = min(1.0, hint(s.ranges[c], hints) / threads)
         util = min(1.0, slices / (m.sms * 1024.0))
-        blocks = -(-slices // threads)
+        cols_ = hint(s.ranges[c], hints)
+        blocks = slices // max(1, cols_) * -(-cols_ // threads)   # the other axes x lane blocks of the columns
         kind, team, lanes = "scan-columns", "thread", c
         if hint(s.ranges[c], hints) < m.warp:
             remarks.append(f"the innermost axis '{c}' has fewer than {m.warp} points: the warps of this scan along "
@@ -87,9 +88,9 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         threads = min(MAX_THREADS, max(m.warp, _pow2(-(-extent // VEC))))
         lanes_used = 1.0
         util = min(1.0, slices * threads / (m.sms * 1024.0))
-        blocks = slices
         kind, team, lanes, c = "scan-rows", "block", p.axis, None
         plan = _row_plan(g, scans, slices, extent, threads, hints, m)
+        blocks = -(-slices // plan.get("R", 1))   # up to R rows per block
         ways = [scans]
         chained = _chain_plan(scans, slices, extent, threads, hints, m)
         if isinstance(chained, dict):
