@@ -7,6 +7,7 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError
+from gir.codegen import ast as C
 from gir.codegen.mlu.instr import assign, call
 from gir.kinds import F32_MAX
 
@@ -27,26 +28,37 @@ def c_float(x: float) -> str:
     return f"({text}f)" if text.startswith("-") else f"{text}f"
 
 
-def c_index(e, subst: dict[str, str] | None = None) -> str:
-    """An integer (index) expression; `subst` replaces variables by C text."""
+def index_ast(e, subst: dict[str, str] | None = None) -> C.CExpr:
+    """An integer (index) expression as a C expression (codegen/ast.py; `//` and `%` are C's: the operands of
+    the index expressions the MLU schedules emit are never negative); `subst` replaces variables by C text."""
     subst = subst or {}
     if isinstance(e, ir.Const):
         if isinstance(e.value, float) and not float(e.value).is_integer():
             raise GirError("non-integer constant in an index expression", e.loc)
-        return str(int(e.value))
+        return C.Num(int(e.value))
     if isinstance(e, ir.Var):
-        return subst.get(e.name, e.name)
+        text = subst.get(e.name, e.name)
+        return C.Id(text) if text.isidentifier() else C.Verbatim(text)
     if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*", "//", "%"):
-        op = "/" if e.op == "//" else e.op
-        return f"({c_index(e.lhs, subst)} {op} {c_index(e.rhs, subst)})"
+        return C.Bin("/" if e.op == "//" else e.op, index_ast(e.lhs, subst), index_ast(e.rhs, subst))
     if isinstance(e, ir.UnOp) and e.op == "-":
-        return f"(-{c_index(e.operand, subst)})"
+        return C.Un("-", index_ast(e.operand, subst))
     if isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2:
-        return f"{e.fn}({c_index(e.args[0], subst)}, {c_index(e.args[1], subst)})"
+        return C.Call(e.fn, tuple(index_ast(a, subst) for a in e.args))
     if isinstance(e, ir.Call) and e.fn == "cdiv":
-        a, b = (c_index(x, subst) for x in e.args)
-        return f"(({a} + {b} - 1) / {b})"
+        a, b = (index_ast(x, subst) for x in e.args)
+        return C.Bin("/", C.Bin("-", C.Bin("+", a, b), C.Num(1)), b)
     raise GirError("unsupported index expression for the MLU target", getattr(e, "loc", None))
+
+
+def c_index(e, subst: dict[str, str] | None = None) -> str:
+    """`index_ast` printed by the MLU printer, parenthesised unless it is one token or group (the pointer and
+    offset arithmetic the emitter still spells as text embeds it)."""
+    from gir.codegen.cstyle import _one_group
+    from gir.codegen.mlu.printer import MluPrinter
+
+    text = MluPrinter().expr(index_ast(e, subst))
+    return text if _one_group(text) else f"({text})"
 
 
 def _f32(text: str) -> str:

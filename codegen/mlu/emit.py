@@ -23,7 +23,7 @@ from gir import ir
 from gir.codegen import ast as C
 from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
-from gir.codegen.mlu.cexpr import ScalarExpr, c_float, c_index
+from gir.codegen.mlu.cexpr import ScalarExpr, c_float, c_index, index_ast
 from gir.codegen.mlu.fuse import fuse_stmts
 from gir.codegen.mlu.instr import assign, call
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
@@ -165,11 +165,10 @@ class _KernelEmitter:
             return self.parallel(s)
         if isinstance(s, ir.For):
             if is_one_trip(s):   # a work unit's decoded index: a scoped declaration
-                return self.emit(C.Block((C.Decl("int", s.var, C.Verbatim(c_index(s.lo))), *self.block(s.body))))
-            return self.emit(C.For(s.var, C.Verbatim(c_index(s.lo)), C.Verbatim(c_index(s.hi)), self.block(s.body),
-                                   s.step))
+                return self.emit(C.Block((C.Decl("int", s.var, index_ast(s.lo)), *self.block(s.body))))
+            return self.emit(C.For(s.var, index_ast(s.lo), index_ast(s.hi), self.block(s.body), s.step))
         if isinstance(s, ir.If):
-            cond = C.Verbatim(_index_cond(s.cond) or ScalarExpr(None, None, None).expr(s.cond)[0])
+            cond = _index_cond(s.cond) or C.Verbatim(ScalarExpr(None, None, None).expr(s.cond)[0])
             return self.emit(C.If(cond, self.block(s.then), self.block(s.orelse)))
         if isinstance(s, ir.Sync):
             return self.emit(C.Barrier(s.level.value if s.level in (ir.ParLevel.cluster, ir.ParLevel.all)
@@ -457,14 +456,14 @@ class _KernelEmitter:
 _TILE_ONLY = ("transpose", "reverse", "gather_cols")
 
 
-def _index_cond(e) -> str | None:
-    """A comparison of two index expressions without `//` and `%` as plain C (the pipeline's `0 < v`, `v + 1 < T`
-    for an affine T), else None: ScalarExpr, whose `//` and `%` floor as Python's (C's truncate)."""
+def _index_cond(e) -> C.CExpr | None:
+    """A comparison of two index expressions without `//` and `%` as a C expression (the pipeline's `0 < v`,
+    `v + 1 < T` for an affine T), else None: ScalarExpr, whose `//` and `%` floor as Python's (C's truncate)."""
     if not (isinstance(e, ir.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!=")) or \
             any(isinstance(x, ir.BinOp) and x.op in ("//", "%") for x in _leaves(e)):
         return None
     try:
-        return f"{c_index(e.lhs)} {e.op} {c_index(e.rhs)}"
+        return C.Bin(e.op, index_ast(e.lhs), index_ast(e.rhs))
     except GirError:
         return None   # kernel-only builtins over whole tiles
 
