@@ -73,6 +73,20 @@ def rounding_bound(func: ir.Func, inputs: dict[str, np.ndarray],
     return {p.name: ev.bound[p.name] for p in func.results}
 
 
+def expected_and_bounds(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None):
+    """(float64 reference results, rounding bounds) of `func` on `inputs` in their declared shapes, both in the
+    results' declared shapes: what `gir run` and `gir bench` judge a target against. `sizes` (every size) is
+    needed, and used, only for a function with reshape views, whose own sizes no input gives."""
+    from gir.evaluate import evaluate
+    from gir.views import has_views, to_outer
+
+    bound = dict(sizes) if sizes is not None and has_views(func) else None
+    with np.errstate(all="ignore"):  # NaN and inf are compared by the verdict, not warned about
+        expected = evaluate(func, inputs, bound, compute_dtype=np.float64)
+        bounds = rounding_bound(func, inputs, bound)
+    return expected, (to_outer(func, bounds, bound) if bound is not None else bounds)
+
+
 def _scaled(d, h):
     """|d| * h, with 0 where h is 0 (an exact operand contributes nothing, even where d is infinite)."""
     d, h = np.asarray(d, np.float64), np.asarray(h, np.float64)

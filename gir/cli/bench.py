@@ -54,6 +54,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from gir.targets.bench.driver import collect_cases, run_bench
 
+    if args.no_baselines:
+        args.baselines = "none"
     dtypes = None if args.dtypes is None else tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
     bad = [d for d in dtypes or () if d not in ("f32", "f16", "bf16")]
     if bad:
@@ -93,7 +95,7 @@ def _run_model(models: list[str], args, dtypes) -> int:
 
     try:
         bench = bench_model(path, args.target, args.out, dtypes or MODEL_DTYPES, args.sizes, args.seed,
-                            args.repeat, "none" if args.no_baselines else args.baselines, args.quiet, _argv())
+                            args.repeat, args.baselines, args.quiet, _argv())
     except Exception as exc:  # a file onnx cannot read: one line, no traceback
         if type(exc).__module__.startswith(("onnx", "google")) or type(exc) in (OSError, ValueError):
             print(f"{models[0]}: error: cannot read the ONNX model: {exc}", file=sys.stderr)

@@ -85,9 +85,9 @@ def run(args) -> int:
     from types import SimpleNamespace
 
     from gir.empty import has_empty, specialize_empty
-    from gir.evaluate import check_footprint, domain_ranges, evaluate, random_inputs
+    from gir.evaluate import check_footprint, domain_ranges, random_inputs
     from gir.targets.registry import get_target
-    from gir.views import has_views, to_outer, to_view
+    from gir.views import to_outer, to_view
 
     target = get_target(args.target)
     sizes = parse_sizes(args.sizes)
@@ -144,12 +144,9 @@ def run(args) -> int:
     outputs = to_outer(outer, computed, sizes)
     status = 0
     if reference is not None:
-        from gir.rounding import rounding_bound
+        from gir.rounding import expected_and_bounds
 
-        with np.errstate(all="ignore"):  # as for the run: NaN and inf are compared, not warned about
-            bound = dict(sizes) if has_views(reference) else None  # a view's own sizes (G) come from no input
-            expected = evaluate(reference, inputs, bound, compute_dtype=np.float64)
-            bounds = to_outer(reference, rounding_bound(reference, inputs, bound), sizes)
+        expected, bounds = expected_and_bounds(reference, inputs, sizes)   # a view's own sizes come from no input
         status = _compare(outputs, expected, {p.name: p.type.dtype for p in (reference or func).results}, bounds)
     else:
         _summary(outputs)

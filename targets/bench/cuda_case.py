@@ -23,14 +23,15 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
     from gir.targets.bench.gpu_timing import median_time, rotation_count
     from gir.targets.bench.runners import total_elements
     from gir.targets.cuda import arrays as dev_arrays
-    from gir.targets.cuda.runner import compiled_function, launch_args
+    from gir.targets.cuda.runner import compiled_function, prepare_launches
 
     row: dict = {}
     t0 = time.perf_counter()
     low = lower_module(module, target="cuda", options={"sizes": dict(case.sizes)}).func(func.name)
     row["compile_s"] = time.perf_counter() - t0
     kernels = emit_func(low, "cuda", case.sizes, None)
-    fns = [compiled_function(k) for k in kernels]   # NVRTC; a GirError names the kernel and the log
+    for k in kernels:   # NVRTC, before any input is drawn; a GirError names the kernel and the log
+        compiled_function(k)
 
     values = total_elements(func, case.sizes) <= CUDA_VALUES_LIMIT
     host = case.make_inputs(func, rng) if values else None
@@ -52,11 +53,7 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
                                                 ranges.get(p.name)) for p in func.params}
         for p in low.results:
             arrays[p.name] = dev_arrays.poisoned(shape_of(p.type, case.sizes), p.type.dtype.numpy)
-        for item in low.body:
-            if isinstance(item, ir.Alloc):
-                arrays[item.name] = dev_arrays.empty(shape_of(item.type, case.sizes), item.type.dtype.numpy)
-        sets.append([(fn, *launch_args(ks.meta, arrays, case.sizes)) for fn, ks in zip(fns, kernels)])
-        sets[-1].append(arrays)
+        sets.append([launch[1:] for launch in prepare_launches(low, kernels, arrays, case.sizes)] + [arrays])
 
     def launch(k):
         for fn, grid, block, a in sets[k][:-1]:
@@ -73,18 +70,12 @@ def measure_cuda(module: ir.Module, func: ir.Func, case, rng, args, copy_gbps: f
                        "are judged at smaller sizes)")
     row["time_s"] = median_time(launch, n_sets, args.repeat)
     row["rotated_sets"] = n_sets
-    which = baselines_wanted(args)
+    which = args.baselines   # all (torch eager, torch.compile, cupy), eager (no torch.compile) or none
     if which != "none":  # a case may bring its own (an ONNX subgraph: onnxruntime, torch.compile)
         own = getattr(case, "gpu_baselines", None)
         how = {"compiled": which == "all"}
         row.update(own(func, sets, args.repeat, **how) if own else _baselines(case, func, sets, args.repeat, **how))
     return row
-
-
-def baselines_wanted(args) -> str:
-    """all (torch eager, torch.compile, cupy), eager (no torch.compile: it compiles every case, seconds each)
-    or none."""
-    return "none" if getattr(args, "no_baselines", False) else getattr(args, "baselines", "all")
 
 
 def _baselines(case, func, sets, repeat, compiled: bool = True) -> dict:
@@ -97,11 +88,8 @@ def _baselines(case, func, sets, repeat, compiled: bool = True) -> dict:
     fn = None
     bf16 = [p.name for p in func.params if dev_arrays.is_bf16(p.type.dtype.numpy)]
     try:
-        import torch
-
         fn = torch_op(case.op)
-        tsets = [[torch.from_dlpack(s[-1][n]).view(torch.bfloat16) if n in bf16 else torch.from_dlpack(s[-1][n])
-                  for n in params] for s in sets]   # bf16 lives as int16 in cupy (targets/cuda/arrays.py)
+        tsets = [[dev_arrays.as_torch(s[-1][p.name], p.type.dtype.numpy) for p in func.params] for s in sets]
     except ImportError:
         pass
     if fn is not None:

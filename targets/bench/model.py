@@ -168,8 +168,8 @@ def bench_model(source, target: str = "sim", out: str | os.PathLike = "bench-out
     if not cases:
         raise UsageError(f"{result.source}: no memory-bound subgraph was imported; nothing to benchmark")
     mode = baselines if isinstance(baselines, str) else ("all" if baselines else "none")  # all | eager | none
-    args = argparse.Namespace(target=target, seed=seed, repeat=repeat, no_baselines=mode == "none", baselines=mode,
-                              quiet=quiet, out=str(out), quick=False)
+    args = argparse.Namespace(target=target, seed=seed, repeat=repeat, baselines=mode, quiet=quiet, out=str(out),
+                              quick=False)
     from gir.onnx.report import summary
 
     env = {"model": str(result.source), "import": summary(result),

@@ -71,27 +71,22 @@ def _median_wall(run, n_sets: int, repeat: int, warmup: int = 5) -> float:
     return statistics.median(times)
 
 
-def _torch(torch, array, bf16: bool):
-    """A torch view of a cupy array (a bf16 one holds the bits as int16)."""
-    t = torch.from_dlpack(array)
-    return t.view(torch.bfloat16) if bf16 else t
-
-
 def torch_time(model, case, func: ir.Func, sets: list, repeat: int, compiled: bool = True) -> dict:
     try:
-        import torch
+        import torch  # noqa: F401 - whether torch imports (as_torch uses it below)
     except ImportError:
         return {"torch_eager_s": None, "torch_compile_s": None, "torch_note": TORCH_MISSING}
     from gir.targets.bench.gpu_timing import torch_times
     from gir.targets.bench.onnx_fn import TorchBackend, UnsupportedOp, onnx_function
+    from gir.targets.cuda.arrays import as_torch
 
     try:
         fn = onnx_function(model, TorchBackend("cuda"))
     except UnsupportedOp as exc:
         return {"torch_eager_s": None, "torch_compile_s": None, "torch_note": f"torch: {exc}"}
     by_onnx = {t: g for g, t in case.function.inputs.items()}
-    bf16 = {p.name for p in func.params if p.type.dtype == ir.DType.bf16}   # int16 bits in cupy (cuda/arrays.py)
-    tsets = [[_torch(torch, s[-1][by_onnx[name]], by_onnx[name] in bf16) for name in fn.input_names] for s in sets]
+    dtypes = {p.name: p.type.dtype.numpy for p in func.params}
+    tsets = [[as_torch(s[-1][by_onnx[name]], dtypes[by_onnx[name]]) for name in fn.input_names] for s in sets]
     eager, timed = torch_times(fn, tsets, repeat, compiled)
     out = {"torch_eager_s": eager, "torch_compile_s": timed}
     if compiled and timed is None:

@@ -15,7 +15,6 @@ import numpy as np
 
 from gir import ir
 from gir.errors import GirError
-from gir.evaluate import evaluate
 from gir.parser import parse_text
 from gir.verdict import compare
 from gir.verifier import verify_module
@@ -32,15 +31,9 @@ def check_outputs(func: ir.Func, inputs: dict[str, np.ndarray], outputs: dict[st
     fields of a row: `status` ok or FAIL; `rel_err` and `tolerance` of the worst result (one that failed, else
     the one nearest its tolerance); `note` the reasons given (a failure, a widened tolerance). Inputs in their
     declared shapes; `sizes` (every size, a view's own too) for a function with reshape views."""
-    from gir.rounding import rounding_bound
-    from gir.views import has_views, to_outer
+    from gir.rounding import expected_and_bounds
 
-    with np.errstate(all="ignore"):  # NaN and inf are compared by the verdict, not warned about
-        bound = dict(sizes) if sizes is not None and has_views(func) else None  # a view's own sizes
-        expected = evaluate(func, inputs, bound, compute_dtype=np.float64)
-        bounds = rounding_bound(func, inputs, bound)
-        if bound is not None:
-            bounds = to_outer(func, bounds, bound)
+    expected, bounds = expected_and_bounds(func, inputs, sizes)
     dtypes = {p.name: p.type.dtype for p in func.results}
     verdicts = {name: compare(outputs[name], want, dtypes[name], bounds.get(name)) for name, want in expected.items()}
     worst = max(verdicts.values(), key=lambda v: (not v.passed, v.error / v.tolerance if v.tolerance else 0.0))

@@ -16,19 +16,36 @@ def storage(dtype) -> np.dtype:
     return np.dtype(np.int16) if is_bf16(dtype) else np.dtype(dtype)
 
 
+def bits(host: np.ndarray) -> np.ndarray:
+    """A host array as the device holds it (a bf16 one: a view of its bits)."""
+    return host.view(np.int16) if is_bf16(host.dtype) else host
+
+
+def from_bits(host: np.ndarray, dtype) -> np.ndarray:
+    """A host copy of a device array holding `dtype` elements, as `dtype`."""
+    return host.view(dtype) if is_bf16(dtype) else host
+
+
+def as_torch(array, dtype):
+    """A zero-copy torch tensor of a device array holding `dtype` elements (bf16: the bits viewed as bfloat16)."""
+    import torch
+
+    t = torch.from_dlpack(array)
+    return t.view(torch.bfloat16) if dtype is not None and is_bf16(dtype) else t
+
+
 def to_device(host: np.ndarray, dtype=None):
     """A cupy copy of a host array (converted to `dtype` first when given)."""
     import cupy as cp
 
-    a = np.ascontiguousarray(host if dtype is None else np.asarray(host).astype(dtype, copy=False))
-    return cp.asarray(a.view(np.int16) if is_bf16(a.dtype) else a)
+    return cp.asarray(bits(np.ascontiguousarray(host if dtype is None else np.asarray(host).astype(dtype, copy=False))))
 
 
 def to_host(array, dtype) -> np.ndarray:
     """The host copy of a device array holding `dtype` elements."""
     import cupy as cp
 
-    return cp.asnumpy(array).view(dtype) if is_bf16(dtype) else cp.asnumpy(array)
+    return from_bits(cp.asnumpy(array), dtype)
 
 
 def empty(shape, dtype):
@@ -77,4 +94,5 @@ def poisoned(shape, dtype):
     return cp.full(shape, value, dtype=dt)
 
 
-__all__ = ["is_bf16", "storage", "to_device", "to_host", "empty", "random", "poisoned"]
+__all__ = ["is_bf16", "storage", "bits", "from_bits", "as_torch", "to_device", "to_host", "empty", "random",
+           "poisoned"]

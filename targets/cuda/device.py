@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gir.targets.cuda.arrays import is_bf16, storage
+from gir.targets.cuda.arrays import as_torch, bits, from_bits, storage
 
 
 class CupyDevice:
@@ -33,7 +33,7 @@ class CupyDevice:
         if isinstance(value, xp.ndarray):
             return value, False
         if isinstance(value, np.ndarray):
-            return xp.asarray(value.view(np.int16) if is_bf16(value.dtype) else value), True
+            return xp.asarray(bits(value)), True
         if type(value).__module__.split(".")[0] == "torch" and str(getattr(value, "dtype", "")) == "torch.bfloat16":
             import torch
 
@@ -72,22 +72,17 @@ class CupyDevice:
 
     def to_host(self, array, out: np.ndarray) -> None:
         """Copy a device array into the numpy array `out` (synchronises)."""
-        a = self.xp.asnumpy(array)
-        np.copyto(out, a.view(out.dtype) if is_bf16(out.dtype) else a)
+        np.copyto(out, from_bits(self.xp.asnumpy(array), out.dtype))
 
     def wrap(self, array, like, dtype=None):
         """`array` (holding `dtype` elements) in the framework of the input `like`: numpy (a copy to the host,
         as numpy inputs came from there), torch (a zero-copy view through DLPack), otherwise the cupy array
         itself (a bf16 result: its bits, as int16)."""
-        bf16 = dtype is not None and is_bf16(dtype)
         if isinstance(like, np.ndarray):
-            a = self.xp.asnumpy(array)
-            return a.view(dtype) if bf16 else a
+            host = self.xp.asnumpy(array)
+            return from_bits(host, dtype) if dtype is not None else host
         if type(like).__module__.split(".")[0] == "torch":
-            import torch
-
-            t = torch.from_dlpack(array)
-            return t.view(torch.bfloat16) if bf16 else t
+            return as_torch(array, dtype)
         return array
 
 
