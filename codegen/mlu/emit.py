@@ -23,9 +23,9 @@ from gir import ir
 from gir.codegen import ast as C
 from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
-from gir.codegen.mlu.cexpr import ScalarExpr, c_float, c_index, index_ast
+from gir.codegen.mlu.cexpr import ScalarExpr, index_ast
 from gir.codegen.mlu.fuse import fuse_stmts
-from gir.codegen.mlu.instr import assign, call
+from gir.codegen.mlu.instr import add, assign, call, f32, is_zero, mul
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
 from gir.walk import map_expr
 from gir.codegen.mlu.vecops import COL, CONST, FULL, IDENT, ROW, SCALAR, Opd, VecEmitter
@@ -41,6 +41,7 @@ class MluKernelSource:
     name: str
     source: str
     metadata: dict = field(default_factory=dict)  # task_dim, params (names in order), func
+    kernel: C.KernelFunc | None = None            # the kernel AST `source` prints
 
 
 @dataclass
@@ -112,7 +113,7 @@ class _KernelEmitter:
         self.scratch: list[tuple[str, int]] = []
         self.scratch16: list[tuple[str, int, str]] = []   # 16-bit scratch vectors (name, elements, type)
         self.erf_slots = 0
-        self.cur: dict[str, str] = {}   # slotted tile name -> C slot expression (of the compute being emitted)
+        self.cur: dict[str, C.CExpr] = {}   # slotted tile name -> its slot index (of the compute being emitted)
         self.tasks = 1
         self.prologue: list = []   # statements before the body (column masks)
 
@@ -138,7 +139,7 @@ class _KernelEmitter:
         text = MluPrinter().kernel(kernel)
         return MluKernelSource(self.k.name, text, {"task_dim": self.tasks, "params": list(self.gbufs),
                                                    "func": self.func.name, "fused_ops": fused,
-                                                   "nram_bytes": nram})
+                                                   "nram_bytes": nram}, kernel)
 
     def _collect(self, stmts) -> None:
         for s in stmts:
@@ -168,7 +169,7 @@ class _KernelEmitter:
                 return self.emit(C.Block((C.Decl("int", s.var, index_ast(s.lo)), *self.block(s.body))))
             return self.emit(C.For(s.var, index_ast(s.lo), index_ast(s.hi), self.block(s.body), s.step))
         if isinstance(s, ir.If):
-            cond = _index_cond(s.cond) or C.Verbatim(ScalarExpr(None, None, None).expr(s.cond)[0])
+            cond = _index_cond(s.cond) or ScalarExpr(None, None, None).expr(s.cond)[0]
             return self.emit(C.If(cond, self.block(s.then), self.block(s.orelse)))
         if isinstance(s, ir.Sync):
             return self.emit(C.Barrier(s.level.value if s.level in (ir.ParLevel.cluster, ir.ParLevel.all)
@@ -190,9 +191,10 @@ class _KernelEmitter:
             self.out = saved
 
     def parallel(self, s: ir.Parallel) -> None:
-        lo, hi = c_index(s.lo), c_index(s.hi)
-        if lo != "0" or not hi.isdigit():
+        lo, hi = index_ast(s.lo), index_ast(s.hi)
+        if not is_zero(lo) or not (isinstance(hi, C.Num) and isinstance(hi.value, int)):
             raise GirError("MLU parallel scopes run over 0..constant", s.loc)
+        hi = hi.value
         if s.level == ir.ParLevel.cluster:
             self.tasks = int(hi) * 4
             self.emit(C.Decl("int", s.var, C.Id("clusterId")))
@@ -212,28 +214,30 @@ class _KernelEmitter:
             self.stmt(x)
 
     # ------------------------------------------------------------ data movement
-    def _ptr(self, name: str) -> str:
+    def _ptr(self, name: str) -> C.CExpr:
+        """The buffer's pointer: its slot's start for a slotted tile of the compute being emitted."""
         b = self.bufs[name]
         if b.double and name in self.cur:
-            return f"({name} + {self.cur[name]} * {b.phys})"
-        return name
+            return C.Bin("+", C.Id(name), mul(self.cur[name], b.phys))
+        return C.Id(name)
 
     def _slotted(self, r: ir.Ref, cur: dict) -> ir.Ref:
-        """`r` without the slot index of a slotted tile; the slot's C text (unless 0) goes into `cur`."""
+        """`r` without the slot index of a slotted tile; the slot's index (unless 0) goes into `cur`."""
         b = self.bufs.get(r.name)
         if b is None or b.slots == 1:
             return r
         if len(r.index) != len(b.shape) + 1 or isinstance(r.index[0], ir.Slice):
             raise GirError(f"'{r.name}' has {b.slots} pipeline slots: its first index selects one", r.loc)
-        text = c_index(r.index[0])
-        if text != "0":
-            if cur.get(r.name, text) != text:
+        slot = index_ast(r.index[0])
+        if not is_zero(slot):
+            if cur.get(r.name, slot) != slot:
                 raise GirError(f"one instruction reads two pipeline slots of '{r.name}'", r.loc)
-            cur[r.name] = text
+            cur[r.name] = slot
         return dataclasses.replace(r, index=r.index[1:])
 
     def _dims(self, ref: ir.Ref):
-        """(base offset C text, [(length, elem stride, extent, start C text)] of sliced dims)."""
+        """([offset terms], [(length, elem stride, extent, start)] of sliced dims): the terms of the region's
+        element offset (their sum, `add(*terms)`) and the starts as AST expressions."""
         b = self.bufs[ref.name]
         if len(ref.index) != len(b.shape):
             raise GirError(f"rank mismatch on '{ref.name}'", ref.loc)
@@ -251,19 +255,19 @@ class _KernelEmitter:
         offs, dims = [], []
         for i, st, ext in zip(ref.index, strides, b.shape):
             start = i.start if isinstance(i, ir.Slice) else i
-            text = c_index(start)
-            if text != "0":
-                offs.append(f"{text} * {st}" if st != 1 else text)
+            at = index_ast(start)
+            if not is_zero(at):
+                offs.append(mul(at, st))
             if isinstance(i, ir.Slice):
                 length = -(-_const_len(i) // i.step)   # a[s:e:k]: every k-th element (stride k times)
                 if length > 1:
-                    dims.append([length, st * i.step, ext, text])
-        return (" + ".join(offs) or "0"), dims
+                    dims.append([length, st * i.step, ext, at])
+        return offs, dims
 
     def move(self, s: ir.Move) -> None:
         cur: dict = {}
         s = dataclasses.replace(s, dst=self._slotted(s.dst, cur), src=self._slotted(s.src, cur))
-        slot = {n: f"({n} + {t} * {self.bufs[n].phys})" for n, t in cur.items()}
+        slot = {n: C.Bin("+", C.Id(n), mul(t, self.bufs[n].phys)) for n, t in cur.items()}
         db, sb = self.bufs[s.dst.name], self.bufs[s.src.name]
         direction = DIR.get((sb.level, db.level))
         if direction is None:
@@ -277,17 +281,17 @@ class _KernelEmitter:
             if s.mask or n is None or n != _run_length(sdims):
                 raise GirError("region shapes of a move differ after dropping unit dims (a move may reshape only "
                                "between contiguous regions of the same size)", s.loc)
-            ddims = [[n, 1, n, "0"]] if ddims else []
-            sdims = [[n, 1, n, "0"]] if sdims else []
+            ddims = [[n, 1, n, C.Num(0)]] if ddims else []
+            sdims = [[n, 1, n, C.Num(0)]] if sdims else []
         esz = L.device_nbytes(db.dtype)
         cnt = None
         if s.mask:
             g = sdims if sb.level == "gdram" else ddims
             for k, (length, _, ext, start) in enumerate(g):
-                if k > 0 and (not start.isdigit() or int(start) + length > ext):
+                if k > 0 and (not isinstance(start, C.Num) or start.value + length > ext):
                     raise GirError("masked MLU moves clip only their outermost dimension", s.loc)
             if g:
-                cnt = f"min({g[0][0]}, {g[0][2]} - ({g[0][3]}))"
+                cnt = C.Call("min", (C.Num(g[0][0]), C.Bin("-", C.Num(g[0][2]), g[0][3])))
         # merge dims contiguous on both sides
         dims = [(d[0], d[1], e[1]) for d, e in zip(ddims, sdims)]
         merged: list[list[int]] = []
@@ -302,20 +306,18 @@ class _KernelEmitter:
         levels = merged
         if len(levels) > 2:
             raise GirError("MLU moves support at most two strided levels", s.loc)
-        counts = [str(lv[0]) for lv in levels]
+        counts = [C.Num(lv[0]) for lv in levels]
+        size = C.Num(inner * esz)
         if cnt is not None:
             if levels:
                 counts[0] = cnt
             else:
-                inner_text = f"{cnt} * {inner // ddims[0][0] if ddims else 1}"
-                inner = None
-        size = f"({inner_text}) * {esz}" if inner is None else str(inner * esz)
-        dptr = slot.get(s.dst.name, s.dst.name)
-        sptr = slot.get(s.src.name, s.src.name)
-        args = [f"{dptr} + {doff}" if doff != "0" else dptr, f"{sptr} + {soff}" if soff != "0" else sptr,
-                size, direction]
+                size = C.Bin("*", C.Bin("*", cnt, C.Num(inner // ddims[0][0] if ddims else 1)), C.Num(esz))
+        dptr = slot.get(s.dst.name, C.Id(s.dst.name))
+        sptr = slot.get(s.src.name, C.Id(s.src.name))
+        args = [add(dptr, *doff), add(sptr, *soff), size, C.Id(direction)]
         for lv, n in zip(reversed(levels), reversed(counts)):
-            args += [str(lv[1] * esz), str(lv[2] * esz), f"{n} - 1"]
+            args += [lv[1] * esz, lv[2] * esz, C.Bin("-", n, C.Num(1))]
         self.emit(call("memcpy_async" if s.async_ else "memcpy", *args))
 
     # ------------------------------------------------------------ compute
@@ -355,39 +357,39 @@ class _KernelEmitter:
 
     def opd(self, e) -> Opd:
         if isinstance(e, ir.Const):
-            return Opd(CONST, value=c_float(float(e.value)))
+            return Opd(CONST, value=f32(float(e.value)))
         if isinstance(e, ir.Var):
-            return Opd(CONST, value=f"((float){e.name})")
+            return Opd(CONST, value=C.Cast("float", C.Id(e.name)))
         if not isinstance(e, ir.Ref):
             raise GirError("vector compute operands are tiles or constants", getattr(e, "loc", None))
         b = self.bufs[e.name]
         if b.level != "nram":
             raise GirError(f"compute operands live in @nram, '{e.name}' is @{b.level}", e.loc)
         ptr, dt = self._ptr(e.name), b.dtype.value
-        base = f"{self.cur[e.name]} * {b.phys}" if b.double and e.name in self.cur else "0"
+        base = C.Bin("*", self.cur[e.name], C.Num(b.phys)) if b.double and e.name in self.cur else C.Num(0)
         if not self._vector_buf(e):
-            return Opd(SCALAR, ptr, value=f"{e.name}[{base}]" if base != "0" else f"{e.name}[0]", dtype=dt)
+            return Opd(SCALAR, ptr, value=C.Index(e.name, base), dtype=dt)
         lens = [_const_len(i) if isinstance(i, ir.Slice) else 1 for i in e.index]
         if len(b.shape) == 2 and not L.is_rowvec(b.shape) and not isinstance(e.index[0], ir.Slice):
             # one row `t[r, 0:C]` of a 2-D tile (a scan's row step): a vector over the row's pitch at its offset
-            if not isinstance(e.index[1], ir.Slice) or c_index(e.index[1].start) != "0":
+            if not isinstance(e.index[1], ir.Slice) or not is_zero(index_ast(e.index[1].start)):
                 raise GirError("a row of an @nram tile is a vector operand only from column 0", e.loc)
-            off = f"{c_index(e.index[0])} * {b.pitch}"
-            return Opd(COL, f"({ptr} + {off})", b.pitch, cols=lens[1], dtype=dt, whole=lens[1] == b.shape[1])
+            off = C.Bin("*", index_ast(e.index[0]), C.Num(b.pitch))
+            return Opd(COL, C.Bin("+", ptr, off), b.pitch, cols=lens[1], dtype=dt, whole=lens[1] == b.shape[1])
         if L.is_rowvec(b.shape):
-            start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
-            if start != "0":   # a region at an offset (hoisted row vectors): element copies only (vecops)
-                base = start if base == "0" else f"{base} + {start}"
-            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base, shifted=start != "0")
+            start = index_ast(e.index[0].start) if isinstance(e.index[0], ir.Slice) else C.Num(0)
+            if not is_zero(start):   # a region at an offset (hoisted row vectors): element copies only (vecops)
+                base = start if is_zero(base) else C.Bin("+", base, start)
+            return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base, shifted=not is_zero(start))
         if len(b.shape) == 1:
             return Opd(COL, ptr, b.phys, cols=lens[0], dtype=dt, whole=lens[0] == b.shape[0])
-        start = c_index(e.index[0].start) if isinstance(e.index[0], ir.Slice) else "0"
-        if start != "0":   # rows r0..r0 + R of a tile (a slab's sub-tile): a vector over those rows (whole
-            off = f"{start} * {b.pitch}"   # 64-element groups, 32 for 4-byte types: the tile must extend that far)
-            unit = 32 if L.device_nbytes(b.dtype) == 4 else L.PITCH
-            return Opd(FULL, f"({ptr} + {off})", L.round_up(lens[0] * b.pitch, unit), rows=lens[0],
+        start = index_ast(e.index[0].start) if isinstance(e.index[0], ir.Slice) else C.Num(0)
+        if not is_zero(start):   # rows r0..r0 + R of a tile (a slab's sub-tile): a vector over those rows (whole
+            off = C.Bin("*", start, C.Num(b.pitch))   # 64-element groups, 32 for 4-byte types: the tile must
+            unit = 32 if L.device_nbytes(b.dtype) == 4 else L.PITCH   # extend that far)
+            return Opd(FULL, C.Bin("+", ptr, off), L.round_up(lens[0] * b.pitch, unit), rows=lens[0],
                        pitch=b.pitch, cols=lens[1],
-                       prow=lens[0], dtype=dt, name=e.name, base=off if base == "0" else f"{base} + {off}",
+                       prow=lens[0], dtype=dt, name=e.name, base=off if is_zero(base) else C.Bin("+", base, off),
                        whole=lens[1] == b.shape[1])
         return Opd(FULL, ptr, b.phys, rows=lens[0], pitch=b.pitch, cols=lens[1],
                    prow=L.phys_rows(b.shape), dtype=dt, name=e.name, base=base, whole=lens[1] == b.shape[1])
@@ -396,64 +398,69 @@ class _KernelEmitter:
         name = f"scratch{k}_{like.length}"
         if (name, like.length) not in self.scratch:
             self.scratch.append((name, like.length))
-        return Opd(like.kind, name, like.length, like.rows, like.pitch, like.cols, like.prow, dtype="f32")
+        return Opd(like.kind, C.Id(name), like.length, like.rows, like.pitch, like.cols, like.prow, dtype="f32")
 
-    def _mask_full(self, like: Opd) -> str:
+    def _mask_full(self, like: Opd) -> C.Id:
         name = f"colmask_{like.length}_{like.cols}_{like.pitch}"   # (1 for columns < cols of every pitch)
         if (name, like.length) not in self.scratch:
             self.scratch.append((name, like.length))
             self.scratch.append((name + "_row", like.pitch))
             self.prologue += [
-                C.For("j_", C.Num(0), C.Num(like.pitch), (assign(f"{name}_row[j_]", f"j_ < {like.cols} ? 1.0f : 0.0f"),),
-                      inline=True),
-                call("bang_write_value", name, like.length, "0.0f"),
-                call("bang_cycle_add", name, name, f"{name}_row", like.length, like.pitch)]
-        return name
+                _mask_loop(name + "_row", like.pitch, like.cols),
+                call("bang_write_value", C.Id(name), like.length, f32(0.0)),
+                call("bang_cycle_add", C.Id(name), C.Id(name), C.Id(name + "_row"), like.length, like.pitch)]
+        return C.Id(name)
 
-    def _scratch16(self, dtype: str, n: int) -> str:
+    def _scratch16(self, dtype: str, n: int) -> C.Id:
         """A 16-bit scratch vector of n elements (vecops `round16`), one per type and length."""
         name = f"round_{dtype}_{n}"
         if (name, n, dtype) not in self.scratch16:
             self.scratch16.append((name, n, dtype))
-        return name
+        return C.Id(name)
 
-    def _tail_consts(self, op: str, n: int, real: int) -> tuple[str, str]:
+    def _tail_consts(self, op: str, n: int, real: int) -> tuple[C.Id, C.Id]:
         """Two kernel-wide constant vectors of n floats: 1 for the first `real` elements and 0 after, and the
         identity of the reduction `op` (vecops `_fill_tail`)."""
         mask, fill = f"tailmask_{n}_{real}", f"tailfill_{op}_{n}"
         if (mask, n) not in self.scratch:
             self.scratch.append((mask, n))
-            self.prologue.append(C.For("j_", C.Num(0), C.Num(n), (assign(f"{mask}[j_]", f"j_ < {real} ? 1.0f : 0.0f"),),
-                                       inline=True))
+            self.prologue.append(_mask_loop(mask, n, real))
         if (fill, n) not in self.scratch:
             self.scratch.append((fill, n))
-            self.prologue.append(call("bang_write_value", fill, n, IDENT[op]))
-        return mask, fill
+            self.prologue.append(call("bang_write_value", C.Id(fill), n, IDENT[op]))
+        return C.Id(mask), C.Id(fill)
 
     def scalar_compute(self, s: ir.Assign) -> None:
-        def elem(r: ir.Ref) -> str:
-            off, _ = self._dims(r)
+        def elem(r: ir.Ref) -> C.Index:
+            terms, _ = self._dims(r)
             b = self.bufs[r.name]
             if b.double and r.name in self.cur:
-                off = f"{self.cur[r.name]} * {b.phys} + {off}"
-            return f"{r.name}[{off}]"
+                terms = [C.Bin("*", self.cur[r.name], C.Num(b.phys)), *(terms or [C.Num(0)])]
+            return C.Index(r.name, add(*terms))
 
         def kind_of(r: ir.Ref) -> str:
             return "float" if self.bufs[r.name].dtype.is_float else "int"
 
-        def scratch() -> str:
+        def scratch() -> str:   # a scratch's name
             name = f"erf_s{self.erf_slots}"
             self.erf_slots += 1
             self.scratch.append((name, 32))
             return name
         sx = ScalarExpr(elem, kind_of, scratch)
-        text, _ = sx.expr(s.value)
+        value, _ = sx.expr(s.value)
         for x in sx.pre:
             self.emit(x)
-        self.emit(assign(elem(s.target), text))
+        self.emit(assign(elem(s.target), value))
 
 
 _TILE_ONLY = ("transpose", "reverse", "gather_cols")
+
+
+def _mask_loop(name: str, n: int, ones: int) -> C.For:
+    """`for (int j_ = 0; j_ < n; j_++) { name[j_] = j_ < ones ? 1.0f : 0.0f; }` (a 1/0 mask's values)."""
+    j = C.Id("j_")
+    return C.For("j_", C.Num(0), C.Num(n), (assign(C.Index(name, j), C.Cond(C.Bin("<", j, C.Num(ones)), f32(1.0),
+                                                                              f32(0.0))),), inline=True)
 
 
 def _index_cond(e) -> C.CExpr | None:

@@ -22,8 +22,9 @@ place when
 * every operand has a float element type (`types`) and any source sharing the destination's buffer is exactly
   the destination (the language allows only exact aliasing).
 
-Buffers are compared by name (the first identifier of a pointer expression): conservative, any two pointers into
-the same buffer count as overlapping unless their texts are equal.
+Operands are AST expressions (codegen/ast.py). Buffers are compared by name (the first name of a pointer
+expression): conservative, any two pointers into the same buffer count as overlapping unless their expressions are
+equal.
 """
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gir.codegen import ast as C
+from gir.codegen.cstyle import _walk
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
 _WORD = re.compile(r"(?<!\w)[A-Za-z_]\w*")   # whole identifiers of printed C text
 FLOAT_TYPES = ("float", "half", "bfloat16_t")
 MUL_FORMS = {"mul": "vec", "mul_scalar": "scalar", "cycle_mul": "cycle"}
@@ -45,7 +46,7 @@ ADD_FORMS = {"add": "vec", "add_scalar": "scalar", "cycle_add": "cycle",
 @dataclass(frozen=True)
 class _Op:
     name: str             # without the bang_ prefix
-    args: tuple[str, ...]
+    args: tuple[C.CExpr, ...]
     rows: int = 0         # > 0: the op runs once per row r_ (a per-row loop of vecops); never fused
     node: object = None   # the statement it was read from
 
@@ -54,11 +55,11 @@ class _Op:
         return 1 if self.name == "fusion" else 0
 
     @property
-    def dst(self) -> str:
+    def dst(self) -> C.CExpr:
         return self.args[self.dst_index]
 
     @property
-    def count(self) -> str | None:
+    def count(self) -> C.CExpr | None:
         """The element count n when the op writes exactly n elements of dst (element-wise ops), else None."""
         if self.rows:
             return None
@@ -74,33 +75,47 @@ class _Op:
 
     def reads(self) -> set[str]:
         """Names (buffers and others) in every argument but the destination: what the op may read."""
-        return {w for k, a in enumerate(self.args) if k != self.dst_index for w in _IDENT.findall(a)}
+        return {w for k, a in enumerate(self.args) if k != self.dst_index for w in names(a)}
 
     def stmt(self):
         """The op as a statement (codegen/ast.py)."""
         if self.node is not None:
             return self.node
-        return C.Eval(C.Intrinsic("bang_" + self.name, tuple(C.Verbatim(a) for a in self.args)))
+        return C.Eval(C.Intrinsic("bang_" + self.name, self.args))
 
-    def overwrites(self, t: str, n: str) -> bool:
+    def overwrites(self, t: C.CExpr, n: C.CExpr) -> bool:
         """Does the op write all of the n elements at t (and nothing it reads decides that)?"""
         if not self.rows:
             return self.dst == t and self.count == n
         pitch = self.args[-1]
-        return (self.dst == f"{t} + r_ * {pitch}" and pitch.isdigit() and n.isdigit()
-                and self.rows * int(pitch) == int(n))
+        return (self.dst == C.Bin("+", t, C.Bin("*", C.Id("r_"), pitch)) and _int(pitch) and _int(n)
+                and self.rows * pitch.value == n.value)
 
 
-def base(ptr: str) -> str:
-    m = _IDENT.search(ptr)
-    return m.group(0) if m else ""
+def _int(e) -> bool:
+    return isinstance(e, C.Num) and e.kind == "i"
 
 
-def _call(s) -> tuple[str, tuple[str, ...]] | None:
-    """(name without bang_, argument texts) of a `bang_*` intrinsic statement."""
-    if isinstance(s, C.Eval) and isinstance(s.expr, C.Intrinsic) and s.expr.name.startswith("bang_") and \
-            all(isinstance(a, C.Verbatim) for a in s.expr.args):
-        return s.expr.name[len("bang_"):], tuple(a.text for a in s.expr.args)
+def names(e) -> list[str]:
+    """The names an expression mentions, in order (variables, and the arrays of element reads)."""
+    out = []
+    for x in _walk(e):
+        if isinstance(x, C.Id):
+            out.append(x.name)
+        elif isinstance(x, (C.Index, C.VecRef, C.AddrAligned)):
+            out.append(x.base)
+    return out
+
+
+def base(ptr: C.CExpr) -> str:
+    """The buffer a pointer expression points into: its first name."""
+    return next(iter(names(ptr)), "")
+
+
+def _call(s) -> tuple[str, tuple] | None:
+    """(name without bang_, arguments) of a `bang_*` intrinsic statement."""
+    if isinstance(s, C.Eval) and isinstance(s.expr, C.Intrinsic) and s.expr.name.startswith("bang_"):
+        return s.expr.name[len("bang_"):], s.expr.args
     return None
 
 
@@ -181,7 +196,7 @@ def _try(ops: list[_Op], i: int, outside: Counter, types: dict[str, str]):
     if j is None:
         return None
     c = ops[j]
-    p_inputs = {w for a in p.args[1:3] for w in _IDENT.findall(a)}
+    p_inputs = {w for a in p.args[1:3] for w in names(a)}
     if any(base(o.dst) in p_inputs for o in ops[i + 1:j]):
         return None
     combined = _combine(p, c, t)
@@ -190,7 +205,7 @@ def _try(ops: list[_Op], i: int, outside: Counter, types: dict[str, str]):
     return j, combined[0]
 
 
-def _combine(p: _Op, c: _Op, t: str) -> tuple[_Op, list[str]] | None:
+def _combine(p: _Op, c: _Op, t: C.CExpr) -> tuple[_Op, list] | None:
     """The fused op for producer p (writing t) and consumer c and its pointer operands, or None when c is not a
     fusable form."""
     n = p.count
@@ -209,7 +224,7 @@ def _combine(p: _Op, c: _Op, t: str) -> tuple[_Op, list[str]] | None:
         elif y == t and x != t and c.name == "add":
             other = x
         elif y == t and x != t and c.name == "sub" and not b_vec:    # x - a*s  =  a*(-s) + x
-            kind, b, other = "FMA", f"(-({b}))", x
+            kind, b, other = "FMA", C.Un("-", b), x
         else:
             return None
     elif p.name in ADD_FORMS and c.name in MUL_FORMS:
@@ -230,18 +245,18 @@ def _combine(p: _Op, c: _Op, t: str) -> tuple[_Op, list[str]] | None:
     m = next(iter(cycled), None)
     if m is not None and base(c.dst) in {base(v) for v, vec in ((b, b_vec), (other, c_vec)) if vec}:
         return None   # a cycled operand inside the destination's buffer: not an exact alias
-    op = _Op("fusion", (f"FUSION_{kind}", c.dst, a, b, other, n) + ((m,) if m is not None else ()))
+    op = _Op("fusion", (C.Id(f"FUSION_{kind}"), c.dst, a, b, other, n) + ((m,) if m is not None else ()))
     return op, [c.dst, a] + [b] * b_vec + [other] * c_vec
 
 
-def _types_ok(op: _Op, pointers: list[str], types: dict[str, str]) -> bool:
+def _types_ok(op: _Op, pointers: list, types: dict[str, str]) -> bool:
     if any(types.get(base(x)) not in FLOAT_TYPES for x in pointers):
         return False
     dst = pointers[0]
     return all(s == dst for s in pointers[1:] if base(s) == base(dst))
 
 
-def _dead_after(ops: list[_Op], i: int, j: int, t: str, c: _Op, outside: Counter) -> bool:
+def _dead_after(ops: list[_Op], i: int, j: int, t: C.CExpr, c: _Op, outside: Counter) -> bool:
     """Is the value the producer wrote to t never read after the consumer (in program order, around the loop)?"""
     if c.overwrites(t, ops[i].count):
         return True
@@ -260,7 +275,7 @@ def _dead_after(ops: list[_Op], i: int, j: int, t: str, c: _Op, outside: Counter
     return True
 
 
-def _touch(o: _Op, t: str, tb: str, n: str) -> bool | None:
+def _touch(o: _Op, t: C.CExpr, tb: str, n: C.CExpr) -> bool | None:
     """None: o does not touch t's buffer; True: o overwrites exactly t without reading it; False: anything else."""
     if tb in o.reads():
         return False

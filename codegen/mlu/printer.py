@@ -2,8 +2,8 @@
 BANG-C-like language of targets/mlu (docs: targets/mlu/LANGUAGE.md). The MLU emitter (emit.py) builds the kernel
 as that AST -- loops, conditions, blocks, declarations, on-chip arrays, the core and cluster barriers, and the DMA
 and vector instructions as intrinsics (`Eval(Intrinsic("bang_cycle_add", ...))` prints `__bang_cycle_add(...);`,
-`memcpy_async` prints `__memcpy_async`) -- whose operands are the pointer and index arithmetic cexpr.py spells
-(`Verbatim`)."""
+`memcpy_async` prints `__memcpy_async`) -- and their operands, the pointer and offset arithmetic, as expressions
+(codegen/mlu/cexpr.py, instr.py)."""
 from __future__ import annotations
 
 from gir.codegen import ast as C
@@ -36,7 +36,10 @@ class MluPrinter(CStylePrinter):
         return "\n".join(lines + self.block(k.body, 1) + ["}"]) + "\n"
 
     def ctype(self, t: str) -> str:
-        """GIR dtypes by the MLU's table (bool is uint8_t, i64 is int); "int", "float" and "index" as in C."""
+        """GIR dtypes by the MLU's table (bool is uint8_t, i64 is int); "int", "float" and "index" as in C; a
+        trailing `*` is a pointer to the type (`f16*` is `half*`)."""
+        if t.endswith("*"):
+            return self.ctype(t[:-1]) + "*"
         return self.dtypes.get(t) or {"int": "int", "float": "float", "index": "int"}[t]
 
     def param(self, p: C.Param) -> str:

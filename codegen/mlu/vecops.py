@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.codegen import ast as C
-from gir.codegen.mlu.instr import assign, call, per_row
+from gir.codegen.mlu.instr import assign, call, f32, is_zero, per_row
 from gir.errors import GirError
 from gir.passes.schedule_mlu import layout as L
 
@@ -19,8 +19,7 @@ BIN = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "maximum", "min": 
        "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}   # compares store 1 / 0
 MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}                      # s OP a  ==  a MIRROR[OP] s
 CYCLE = ("add", "sub", "mul", "div", "maximum", "minimum")
-IDENT = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}   # of the masked reductions
-_CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
+IDENT = {"sum": f32(0.0), "max": f32(float("-inf")), "min": f32(float("inf"))}   # of the masked reductions
 COMMUTES = ("add", "mul", "maximum", "minimum", "eq", "ne")
 UNARY = ir.UNARY_FUNCS   # each is the vector op __bang_active_<fn> (targets/mlu/vector.py)
 CONVERT = {("f32", "i32"): "bang_int322float", ("f32", "f16"): "bang_half2float", ("f32", "bf16"): "bang_bfloat162float",
@@ -33,21 +32,22 @@ CONVERT = {("f32", "i32"): "bang_int322float", ("f32", "f16"): "bang_half2float"
 @dataclass(frozen=True)
 class Opd:
     kind: str
-    ptr: str = ""        # C pointer text (vector kinds)
+    ptr: C.CExpr = C.Num(0)   # the pointer (vector kinds)
     length: int = 0      # elements a vector op covers (physical)
     rows: int = 1        # logical rows (full / row)
     pitch: int = 1       # full: row pitch; row/col: 1
     cols: int = 1        # logical columns (full / col)
     prow: int = 1        # physical rows of a full tile
-    value: str = ""      # scalar / const C text
+    value: C.CExpr = C.Num(0)   # scalar / const
     dtype: str = "f32"
     name: str = ""       # buffer name and element offset of the current slot (for element reads `name[base + r]`)
-    base: str = "0"
+    base: C.CExpr = C.Num(0)
     shifted: bool = False   # an [R, 1] region at a non-zero start (base includes it): element copies only
     whole: bool = False     # the region covers every column of its buffer (its pads are free to overwrite)
 
-    def at(self, i: str) -> str:
-        return f"{self.name}[{i}]" if self.base == "0" else f"{self.name}[{self.base} + {i}]"
+    def at(self, i: C.CExpr) -> C.Index:
+        """Element `i` of the region (counted from its base)."""
+        return C.Index(self.name, i if is_zero(self.base) else C.Bin("+", self.base, i))
 
 
 class VecEmitter:
@@ -67,7 +67,7 @@ class VecEmitter:
                 if not (dst.kind == ROW and a.kind == ROW):
                     raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
                                    getattr(value, "loc", None))
-                self.out.append(per_row(dst.rows, assign(dst.at('r_'), a.at('r_'))))
+                self.out.append(per_row(dst.rows, assign(dst.at(_R), a.at(_R))))
                 return
             return self.copy(dst, a)
         plain = operand
@@ -127,18 +127,17 @@ class VecEmitter:
         if a.kind in (CONST, SCALAR):
             self.out.append(call("bang_write_value", dst.ptr, dst.length, a.value))
         elif a.kind == dst.kind:   # the shorter length: a dense tile's row is shorter than a padded vector
-            self.out.append(call("bang_mul_scalar", dst.ptr, a.ptr, "1.0f", min(dst.length, a.length)))
+            self.out.append(call("bang_mul_scalar", dst.ptr, a.ptr, f32(1.0), min(dst.length, a.length)))
         else:
             self.expand(dst, a)
 
     def expand(self, dst: Opd, a: Opd) -> None:
         """Broadcast a row / col / scalar operand into a full tile."""
         if a.kind == COL:
-            self.out.append(call("bang_write_value", dst.ptr, dst.length, "0.0f"))
+            self.out.append(call("bang_write_value", dst.ptr, dst.length, f32(0.0)))
             self.out.append(call("bang_cycle_add", dst.ptr, dst.ptr, a.ptr, _cycle_length(dst), dst.pitch))
         elif a.kind == ROW:
-            self.out.append(per_row(dst.rows, call("bang_write_value", f"{dst.ptr} + r_ * {dst.pitch}", dst.pitch,
-                                                   a.at('r_'))))
+            self.out.append(per_row(dst.rows, call("bang_write_value", _row(dst.ptr, dst.pitch), dst.pitch, a.at(_R))))
         else:
             self.out.append(call("bang_write_value", dst.ptr, dst.length, a.value))
 
@@ -147,9 +146,11 @@ class VecEmitter:
         if dst.kind != ROW or a.kind not in (FULL, ROW) or idx.kind != ROW or not a.name:
             raise GirError("gather_cols() needs an [R, 1] target, an [R, C] @nram tile and [R, 1] indices")
         cols, pitch = (a.cols, a.pitch) if a.kind == FULL else (1, 1)   # an [R, 1] tile is a row vector
-        self.out.append(per_row(dst.rows, C.Decl("int", "t_", C.Verbatim(f"(int)({idx.at('r_')})")),
-                                C.Decl("int", "c_", C.Verbatim(f"min(max(t_, 0), {cols - 1})")),
-                                assign(dst.at('r_'), f"{a.at(f'r_ * {pitch} + c_')} * (float)(t_ == c_)")))
+        t, c = C.Id("t_"), C.Id("c_")
+        self.out.append(per_row(dst.rows, C.Decl("int", "t_", C.Cast("int", idx.at(_R))),
+                                C.Decl("int", "c_", C.Call("min", (C.Call("max", (t, C.Num(0))), C.Num(cols - 1)))),
+                                assign(dst.at(_R), C.Bin("*", a.at(C.Bin("+", C.Bin("*", _R, C.Num(pitch)), c)),
+                                                         C.Cast("float", C.Bin("==", t, c))))))
 
     def transpose(self, dst: Opd, a: Opd, loc) -> None:
         """`dst[0:C, 0:R] = transpose(a[0:R, 0:C])` on whole, dense (unpadded) buffers: `__bang_transpose`."""
@@ -174,7 +175,7 @@ class VecEmitter:
             self.out.append(call("bang_mirror", dst.ptr, a.ptr, a.rows, a.pitch))
             return
         tmp = self.scratch_full(a, 0).ptr   # a float scratch tile at least as large as a's buffer
-        tmp = tmp if a.dtype == "f32" else f"(({_CTYPE[a.dtype]}*){tmp})"
+        tmp = tmp if a.dtype == "f32" else C.Cast(a.dtype + "*", tmp)
         self.out.append(call("bang_mirror", tmp, a.ptr, 1, a.rows * a.pitch))
         self.out.append(call("bang_mirror", dst.ptr, tmp, a.rows, a.pitch))
 
@@ -265,11 +266,10 @@ class VecEmitter:
             fn = "r" + fn
         p = dst.pitch
         if fn == "div":   # x / s[r] as x * (1 / s[r]): one scalar reciprocal per row, a simple-class vector op
-            self.out.append(per_row(dst.rows, call("bang_mul_scalar", f"{dst.ptr} + r_ * {p}", f"{a.ptr} + r_ * {p}",
-                                                   f"1.0f / {row.at('r_')}", p)))
+            self.out.append(per_row(dst.rows, call("bang_mul_scalar", _row(dst.ptr, p), _row(a.ptr, p),
+                                                   C.Bin("/", f32(1.0), row.at(_R)), p)))
             return
-        self.out.append(per_row(dst.rows, call(f"bang_{fn}_scalar", f"{dst.ptr} + r_ * {p}", f"{a.ptr} + r_ * {p}",
-                                               row.at('r_'), p)))
+        self.out.append(per_row(dst.rows, call(f"bang_{fn}_scalar", _row(dst.ptr, p), _row(a.ptr, p), row.at(_R), p)))
 
     def reduce(self, dst: Opd, e: ir.Reduce, a: Opd) -> None:
         if a.kind == FULL and dst.kind == COL and e.axes == (0,) and e.op in ("sum", "max", "min"):
@@ -292,9 +292,10 @@ class VecEmitter:
             return
         if a.kind == ROW and dst.kind == SCALAR and e.axes == (0,) and e.op in ("sum", "max", "min"):
             # an [R, 1] row vector to one value: a scalar loop over the R rows (R small: group_norm's channels)
-            op = {"sum": "{a} + {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}[e.op]
-            self.out.append(assign(dst.value, a.at('0')))
-            self.out.append(per_row(a.rows, assign(dst.value, op.format(a=dst.value, b=a.at('r_'))), lo=1))
+            acc = C.Bin("+", dst.value, a.at(_R)) if e.op == "sum" else \
+                C.Call({"max": "fmaxf", "min": "fminf"}[e.op], (dst.value, a.at(_R)))
+            self.out.append(assign(dst.value, a.at(C.Num(0))))
+            self.out.append(per_row(a.rows, assign(dst.value, acc), lo=1))
             return
         if a.kind == ROW and dst.kind == ROW and e.axes == (1,):   # N == 1: full tiles are [R, 1] row vectors
             return self.copy(dst, a)
@@ -324,9 +325,17 @@ class VecEmitter:
         the 128-byte units from `start` (the first holding a pad) to the row's end."""
         n = span - start
         mask, fill = self.tail_consts(op, n, a.cols - start)
-        at = f"{a.ptr} + {start}" if rows == 1 else f"{a.ptr} + r_ * {span} + {start}"
+        at = C.Bin("+", a.ptr if rows == 1 else _row(a.ptr, span), C.Num(start))
         sel = call("bang_select", at, mask, at, fill, n)
         self.out.append(sel if rows == 1 else per_row(rows, sel))
+
+
+_R = C.Id("r_")   # the row of a per-row loop (instr.per_row)
+
+
+def _row(ptr: C.CExpr, pitch: int) -> C.CExpr:
+    """`ptr + r_ * pitch`: row r_ of a tile."""
+    return C.Bin("+", ptr, C.Bin("*", _R, C.Num(pitch)))
 
 
 def _cycle_length(dst: Opd) -> int:

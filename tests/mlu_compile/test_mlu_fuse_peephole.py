@@ -15,28 +15,36 @@ from gir.codegen.mlu.printer import MluPrinter
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_file
 from gir.targets.mlu import parse_program, simulate
+from gir.targets.mlu import syntax as S
 from gir.targets.mlu.run import run_func
 
 TYPES = {"t": "float", "u": "float", "a": "float", "b": "float", "g": "float", "y": "float", "iv": "int"}
 
 
-def _args(text: str) -> tuple:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(C.Verbatim(cur.strip()))
-            cur = ""
-            continue
-        depth += ch in "(["
-        depth -= ch in ")]"
-        cur += ch
-    return tuple(out + [C.Verbatim(cur.strip())])
+def _expr(e) -> C.CExpr:
+    """A parsed kernel-language expression (targets/mlu/syntax.py) as the emitter's AST (codegen/ast.py)."""
+    if isinstance(e, S.IntLit):
+        return C.Num(e.value)
+    if isinstance(e, S.FloatLit):
+        return C.Num(e.value, "f")
+    if isinstance(e, S.Name):
+        return C.Id(e.name)
+    if isinstance(e, S.Index):
+        return C.Index(e.name, _expr(e.index))
+    if isinstance(e, S.Unary):
+        return C.Un(e.op, _expr(e.operand))
+    if isinstance(e, S.Binary):
+        return C.Bin(e.op, _expr(e.left), _expr(e.right))
+    if isinstance(e, S.Call):
+        return C.Call(e.name, tuple(_expr(a) for a in e.args))
+    raise TypeError(e)
 
 
 def _stmt(text: str):
     m = re.fullmatch(r"__(\w+)\((.*)\);", text)
     assert m, text
-    return C.Eval(C.Intrinsic(m.group(1), _args(m.group(2))))
+    call = parse_program(f"__mlu_global__ void k_(float* p_) {{ {text} }}").kernels["k_"].body.stmts[0].call
+    return C.Eval(C.Intrinsic(m.group(1), tuple(_expr(a) for a in call.args)))
 
 
 def _ast(lines: list[str]) -> tuple:
@@ -91,7 +99,7 @@ def test_sub_forms():
     assert fuse("__bang_mul(t, a, b, 256);", "__bang_sub_scalar(t, t, 1.0f, 256);") == [
         "__bang_fusion(FUSION_FMS, t, a, b, 1.0f, 256);"]
     assert fuse("__bang_mul_scalar(t, a, 2.0f, 256);", "__bang_sub(t, g, t, 256);") == [   # g - 2a = a*(-2) + g
-        "__bang_fusion(FUSION_FMA, t, a, (-(2.0f)), g, 256);"]
+        "__bang_fusion(FUSION_FMA, t, a, -2.0f, g, 256);"]
     kept = ["__bang_mul(t, a, b, 256);", "__bang_sub(t, g, t, 256);"]                        # g - a*b: no form
     assert fuse(*kept) == kept
 
@@ -201,9 +209,9 @@ def _run(f, x, sizes, fuse_on, monkeypatch):
 
 
 @pytest.mark.parametrize("name, expected", [
-    ("elementwise_chain", ["FUSION_FMA, (b1 + (it_ % 2) * 1280), (x_t + (it_ % 2) * 1280), a_t, bias_t, 1280, 256",
+    ("elementwise_chain", ["FUSION_FMA, b1 + it_ % 2 * 1280, x_t + it_ % 2 * 1280, a_t, bias_t, 1280, 256",
                            "FUSION_FMS"]),
-    ("layernorm", ["FUSION_FMA, (x_t + (it_ % 3) * 2048), (x_t + (it_ % 3) * 2048), gamma_t, beta_t, 2048, 256"]),
+    ("layernorm", ["FUSION_FMA, x_t + it_ % 3 * 2048, x_t + it_ % 3 * 2048, gamma_t, beta_t, 2048, 256"]),
     ("bias_gelu_tanh", ["FUSION_FMA"]),
 ])
 def test_samples_use_fusion_and_keep_their_values(name, expected, monkeypatch):
