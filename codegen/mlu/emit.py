@@ -25,7 +25,7 @@ from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
 from gir.codegen.mlu.cexpr import ScalarExpr, index_ast
 from gir.codegen.mlu.fuse import fuse_stmts
-from gir.codegen.mlu.instr import add, assign, call, f32, is_zero, mul
+from gir.codegen.mlu.instr import add, assign, call, f32, is_zero, mask_loop, mul
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
 from gir.walk import map_expr
 from gir.codegen.mlu.vecops import COL, CONST, FULL, IDENT, ROW, SCALAR, Opd, VecEmitter
@@ -406,7 +406,7 @@ class _KernelEmitter:
             self.scratch.append((name, like.length))
             self.scratch.append((name + "_row", like.pitch))
             self.prologue += [
-                _mask_loop(name + "_row", like.pitch, like.cols),
+                mask_loop(name + "_row", like.pitch, like.cols),
                 call("bang_write_value", C.Id(name), like.length, f32(0.0)),
                 call("bang_cycle_add", C.Id(name), C.Id(name), C.Id(name + "_row"), like.length, like.pitch)]
         return C.Id(name)
@@ -424,7 +424,7 @@ class _KernelEmitter:
         mask, fill = f"tailmask_{n}_{real}", f"tailfill_{op}_{n}"
         if (mask, n) not in self.scratch:
             self.scratch.append((mask, n))
-            self.prologue.append(_mask_loop(mask, n, real))
+            self.prologue.append(mask_loop(mask, n, real))
         if (fill, n) not in self.scratch:
             self.scratch.append((fill, n))
             self.prologue.append(call("bang_write_value", C.Id(fill), n, IDENT[op]))
@@ -454,13 +454,6 @@ class _KernelEmitter:
 
 
 _TILE_ONLY = ("transpose", "reverse", "gather_cols")
-
-
-def _mask_loop(name: str, n: int, ones: int) -> C.For:
-    """`for (int j_ = 0; j_ < n; j_++) { name[j_] = j_ < ones ? 1.0f : 0.0f; }` (a 1/0 mask's values)."""
-    j = C.Id("j_")
-    return C.For("j_", C.Num(0), C.Num(n), (assign(C.Index(name, j), C.Cond(C.Bin("<", j, C.Num(ones)), f32(1.0),
-                                                                              f32(0.0))),), inline=True)
 
 
 def _index_cond(e) -> C.CExpr | None:

@@ -53,3 +53,10 @@ def f32(x: float) -> C.Num:
 
 def is_zero(e) -> bool:
     return node(e) == C.Num(0)
+
+
+def mask_loop(name: str, n: int, ones: int) -> C.For:
+    """`for (int j_ = 0; j_ < n; j_++) { name[j_] = j_ < ones ? 1.0f : 0.0f; }` (a 1/0 mask's values)."""
+    j = C.Id("j_")
+    return C.For("j_", C.Num(0), C.Num(n), (assign(C.Index(name, j), C.Cond(C.Bin("<", j, C.Num(ones)), f32(1.0),
+                                                                              f32(0.0))),), inline=True)
