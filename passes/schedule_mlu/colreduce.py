@@ -157,9 +157,10 @@ def _unit_kernel(name, units, tasks, allocs, body) -> ir.Kernel:
     return ir.Kernel(name, (par,), (("task_dim", str(tasks)),))
 
 
-def unit_trips(units: int, tasks: int) -> ir.Expr:
-    """Units task_ walks (units task_, task_ + tasks, ...): cdiv(units - task_, tasks)."""
-    return ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), B.v("task_")), tasks - 1), B.c(tasks))
+def unit_trips(units: int, tasks: int, task: ir.Expr | None = None) -> ir.Expr:
+    """Units task_ walks (units task_, task_ + tasks, ...): cdiv(units - task_, tasks). `task`: the task's index
+    when it is not the variable task_ (cl_ * 4 + co_ in a kernel of cluster and core scopes)."""
+    return ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), task or B.v("task_")), tasks - 1), B.c(tasks))
 
 
 def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks, dt=F32) -> ir.Kernel:
@@ -192,10 +193,10 @@ def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks, dt=F
     return _unit_kernel(name, nb * chunks, tasks, allocs, body)
 
 
-def decode_units(radix: list, units: int, tasks: int, body: list) -> list:
+def decode_units(radix: list, units: int, tasks: int, body: list, task: ir.Expr | None = None) -> list:
     """`body` inside one-trip loops that decode the work unit it_ * tasks + task_ into the mixed-radix digits
-    `radix` ([(variable, extent)], most significant first): region starts stay affine."""
-    unit = B.add(B.mul(B.v("it_"), tasks), B.v("task_"))
+    `radix` ([(variable, extent)], most significant first): region starts stay affine. `task`: as unit_trips."""
+    unit = B.add(B.mul(B.v("it_"), tasks), task or B.v("task_"))
     div = 1
     for name, ext in reversed(radix):
         x = unit if div == 1 else ir.BinOp("//", unit, B.c(div))

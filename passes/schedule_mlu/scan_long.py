@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 
 from gir import ir
+from gir.passes.machines import MLU370
 from gir.passes.remarks import Remark
 from gir.scan import identity
 from gir.walk import walk
@@ -55,6 +56,7 @@ CHUNK = 32768               # elements of a chunk at most
 EARLY_BYTES = 64 * 1024     # NRAM for the chunks' carries phase 1 computes (`koff_`), at most
 LC = (512, 256, 128, 64)    # positions per sub-segment, largest first (chunks of at most 32768 elements)
 PIPELINED = 4               # chunks per range at least (the pipeline overlaps their loads, computes, stores)
+SRAM_BUDGET = MLU370.sram_bytes   # SRAM of a cluster the chunks kept between the phases may take
 
 
 def applies(plan: _Plan, refs: list[ir.Ref]) -> bool:
@@ -100,6 +102,10 @@ class _Long(_Kernel):
         self.op = OPS[plan.scan.op]
         self.ident = B.c(identity(plan.scan.op, plan.cdt == F32, None if plan.cdt == F32 else "int32"))
         self.keep = 0           # full chunks of a range phase 1 leaves in NRAM (`keep_`) for phase 2
+        self.skeep = 0          # and the full chunks after those that it leaves in SRAM (`<operand>_ks`)
+        self.sram = None        # building a chunk SRAM keeps: ("to" | "from", its index among them)
+        self.cpc = MLU370.cores_per_cluster
+        self.sram_allocs: dict[str, ir.Alloc] = {}
         self.chunks = -(-self.RS // C)   # chunks of a range at most
         # phase 1 also computes every chunk's sub-segment carries (range-local; `koff_`): its compute pipe waits
         # for the loads there, phase 2's does not
@@ -120,7 +126,17 @@ class _Long(_Kernel):
 
     def moves(self, kind: str, tile: str, name: str, names: list, s0, n: int) -> list:
         """Positions s0 .. s0 + n of a row to / from the first n elements of a [64, Lc] tile: full rows, then a
-        partial one."""
+        partial one. The loads of a chunk SRAM keeps (`self.sram`): phase 1 copies the landed tile to SRAM after
+        its load (an on-chip copy of the load stage), phase 2 loads it from there instead of GDRAM."""
+        if self.sram is not None and kind == "load":
+            assert n == self.C, "SRAM keeps full chunks"
+            t, ks = self.full(tile), self.kept_sram(name, self.sram[1])
+            if self.sram[0] == "from":
+                return [B.move("copy", t, ks)]
+            return self.moves_gdram(kind, tile, name, names, s0, n) + [B.move("copy", ks, t)]
+        return self.moves_gdram(kind, tile, name, names, s0, n)
+
+    def moves_gdram(self, kind: str, tile: str, name: str, names: list, s0, n: int) -> list:
         q, r = divmod(n, self.lc)
         out = []
         if q:
@@ -228,9 +244,13 @@ class _Long(_Kernel):
         if kept:
             loops.append(ir.For("k_", B.c(0), B.c(kept), tuple(chunk(self.chunk_start(start, full, i, 0), self.C,
                                                                       B.add(i, base), self.kept(i)))))
-        if full > kept:
-            loops.append(ir.For("k_", B.c(0), B.c(full - kept), tuple(chunk(
-                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept)))))
+        sk = min(self.skeep, full - kept)
+        if sk:
+            loops.append(ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram("to", i, lambda: chunk(
+                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept))))))
+        if full > kept + sk:
+            loops.append(ir.For("k_", B.c(0), B.c(full - kept - sk), tuple(chunk(
+                self.chunk_start(start, full, i, kept + sk), self.C, B.add(i, base + kept + sk)))))
         body += (last + loops) if rev else (loops + last)
         dst = ir.Ref(self.tot_name, tuple(B.v(f"u_{v}") for v in self.rvars) + (B.sl(B.v("p_"), 1),))
         if self.early:
@@ -260,6 +280,33 @@ class _Long(_Kernel):
         """The rows of `keep_` holding the i-th kept chunk as [Lc, 64] (16-bit when the raw operand is kept)."""
         self.alloc("keep_", self.keep_dtype(), (self.keep * self.lc, self.a))
         return B.ref("keep_", B.sl(B.mul(i, self.lc), self.lc), B.sl(0, self.a))
+
+    def kept_sram(self, name: str, i) -> ir.Ref:
+        """The i-th chunk SRAM keeps of operand `name` as landed ([64, Lc] of its type), in this core's part of the
+        cluster's `<name>_ks`."""
+        ks = f"{name}_ks"
+        if ks not in self.sram_allocs:
+            self.sram_allocs[ks] = B.alloc(ks, self.types[name].dtype, (self.cpc * self.skeep * self.a, self.lc),
+                                           "sram")
+        row = B.add(B.mul(B.v("co_"), self.skeep * self.a), B.mul(i, self.a))
+        return B.ref(ks, B.sl(row, self.a), B.sl(0, self.lc))
+
+    def sram_chunk_bytes(self) -> int:
+        """SRAM one kept chunk takes: every operand's landed tile."""
+        return sum(self.a * self.lc * L.device_nbytes(self.types[n].dtype) for n in self.refs)
+
+    def in_sram(self, mode: str, i, build):
+        """`build()` with the chunk's loads to ("to") or from ("from") its SRAM keep."""
+        self.sram = (mode, i)
+        try:
+            return build()
+        finally:
+            self.sram = None
+
+    def task(self) -> ir.Expr | None:
+        """The task's index: cl_ * cores per cluster + co_ in a kernel that keeps chunks in SRAM (cluster and core
+        scopes), else the variable task_ (None)."""
+        return B.add(B.mul(B.v("cl_"), self.cpc), B.v("co_")) if self.skeep else None
 
     def keep_dtype(self) -> ir.DType:
         raw = self.raw()
@@ -348,9 +395,13 @@ class _Long(_Kernel):
         if kept:
             chunks.append(ir.For("k_", B.c(0), B.c(kept), tuple(self.scan_chunk(
                 self.chunk_start(start, full, i, 0), self.C, B.add(i, base), self.kept(i)))))
-        if full > kept:
-            chunks.append(ir.For("k_", B.c(0), B.c(full - kept), tuple(self.scan_chunk(
-                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept)))))
+        sk = min(self.skeep, full - kept) if self.P > 1 else 0
+        if sk:
+            chunks.append(ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram("from", i, lambda: self.scan_chunk(
+                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept))))))
+        if full > kept + sk:
+            chunks.append(ir.For("k_", B.c(0), B.c(full - kept - sk), tuple(self.scan_chunk(
+                self.chunk_start(start, full, i, kept + sk), self.C, B.add(i, base + kept + sk)))))
         last = self.scan_chunk(B.add(start, full * self.C), tail, B.c(0 if p.scan.reverse else full)) \
             if tail else []
         return body + (last + chunks if p.scan.reverse else chunks + last)
@@ -366,8 +417,8 @@ class _Long(_Kernel):
                           tuple(per_range(self.RS)))]
         units = self.rows * self.P
         radix = [(f"u_{v}", self.p.shape[v]) for v in self.rvars] + [("p_", self.P)]
-        body = decode_units(radix, units, self.p.tasks, body)
-        return ir.For("it_", B.c(0), unit_trips(units, self.p.tasks), tuple(body))
+        body = decode_units(radix, units, self.p.tasks, body, self.task())
+        return ir.For("it_", B.c(0), unit_trips(units, self.p.tasks, self.task()), tuple(body))
 
     def items(self, name: str) -> list:
         """[the GDRAM totals, the kernel]: phase 1 (range totals), `sync @all`, phase 2 (the scan); phase 2 alone
@@ -379,8 +430,13 @@ class _Long(_Kernel):
                                "gdram"))
             steps += [self.unit_loop(self.totals_range), ir.Sync(ir.ParLevel.all)]
         steps.append(self.unit_loop(self.scan_range))
-        par = ir.Parallel("task_", B.c(0), B.c(self.p.tasks), ir.ParLevel.core,
-                          tuple(self.allocs.values()) + tuple(steps))
+        if self.skeep:   # the SRAM of a cluster is declared in its scope, each core keeps chunks in its part
+            core = ir.Parallel("co_", B.c(0), B.c(self.cpc), ir.ParLevel.core, tuple(self.allocs.values()) + tuple(steps))
+            par = ir.Parallel("cl_", B.c(0), B.c(self.p.tasks // self.cpc), ir.ParLevel.cluster,
+                              tuple(self.sram_allocs.values()) + (core,))
+        else:
+            par = ir.Parallel("task_", B.c(0), B.c(self.p.tasks), ir.ParLevel.core,
+                              tuple(self.allocs.values()) + tuple(steps))
         return out + [ir.Kernel(f"{name}_mlu", (par,), (("task_dim", str(self.p.tasks)), ("layout", "dense")))]
 
 
@@ -400,10 +456,12 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
         room = NRAM_BUDGET - k.nram_bytes()
         if room < 0:
             continue
-        if k.P > 1:   # phase 1 keeps as many chunks in NRAM as fit: phase 2 does not read them again
+        if k.P > 1:   # phase 1 keeps as many chunks in NRAM as fit, then in SRAM: phase 2 does not read them again
             k.keep = min(room // (a * lc * L.device_nbytes(k.keep_dtype())), k.RS // k.C)
-            if k.keep:
-                k.allocs, k.loaded, k.stored, k.count = {}, set(), set(), 0
+            if plan.tasks % k.cpc == 0:
+                k.skeep = min(SRAM_BUDGET // k.cpc // k.sram_chunk_bytes(), k.RS // k.C - k.keep)
+            if k.keep or k.skeep:
+                k.allocs, k.sram_allocs, k.loaded, k.stored, k.count = {}, {}, set(), set(), 0
                 items = k.items(name)
         seconds = estimate(dataclasses.replace(spec, body=tuple(items))).seconds
         if best is None or seconds < best[0]:
@@ -412,11 +470,12 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
         return None
     _, k, items = best
     if remarks is not None and k.P > 1:
-        again = max(0, k.RS - k.keep * k.C)
+        again = max(0, k.RS - (k.keep + k.skeep) * k.C)
         remarks.append(Remark(
             "schedule-mlu", "missed",
             f"the scan '{plan.out.name}' has {k.rows} row(s) for {plan.tasks} cores: each row is cut into {k.P} "
             "ranges (range totals, a barrier across the cores, then the scan carrying them); "
-            + (f"{again} of each range's {k.RS} positions are read twice (the others stay in NRAM)" if again
-               else "every range stays in NRAM between the two"), loc))
+            + (f"{again} of each range's {k.RS} positions are read twice (the others stay on chip: "
+               f"{k.keep * k.C} in NRAM, {k.skeep * k.C} in SRAM)" if again
+               else "every range stays on chip (NRAM, SRAM) between the two"), loc))
     return items

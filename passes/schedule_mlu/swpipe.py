@@ -156,7 +156,7 @@ def pipelinable(s: ir.For, through: bool, levels: dict) -> bool:
     runs 0..T by 1."""
     phase, loaded, moved = 0, set(), False
     for x in unwrap(s, through)[1]:
-        if isinstance(x, ir.Move) and x.kind == "load":
+        if isinstance(x, ir.Move) and (x.kind == "load" or _sram_load(x, levels)):
             p, moved = 0, True
             loaded.add(x.dst.name)
         elif _load_copy(x, loaded, levels):
@@ -305,10 +305,18 @@ def _subst_ref(r: ir.Ref, env: dict) -> ir.Ref:
 
 
 def _load_copy(x, loaded: set, levels: dict) -> bool:
-    """An on-chip copy between @nram tiles reading a tile loaded earlier in the same body: it joins the load stage
-    (issued async after the load, on the same IO pipe, so in order)."""
+    """An on-chip copy from an @nram tile loaded earlier in the same body to an @nram tile or to @sram (a long
+    scan keeping the chunk it loaded): it joins the load stage (issued async after the load, on the same IO pipe,
+    so in order)."""
     return isinstance(x, ir.Move) and x.kind == "copy" and x.src.name in loaded and \
-        levels.get(x.src.name) == ir.Level.nram and levels.get(x.dst.name) == ir.Level.nram
+        levels.get(x.src.name) == ir.Level.nram and levels.get(x.dst.name) in (ir.Level.nram, ir.Level.sram)
+
+
+def _sram_load(x, levels: dict) -> bool:
+    """A copy from @sram into an @nram tile: the loop's load of a tile kept in SRAM (a long scan's second
+    phase), pipelined as a load from GDRAM is."""
+    return isinstance(x, ir.Move) and x.kind == "copy" and levels.get(x.src.name) == ir.Level.sram and \
+        levels.get(x.dst.name) == ir.Level.nram
 
 
 def _compute_loop(x) -> bool:

@@ -165,11 +165,15 @@ def test_sync_all_misuse_is_located(text, message):
 
 @pytest.mark.parametrize("op", ["cumsum", "cummax", "cummin", "cumprod"])
 @pytest.mark.parametrize("exclusive,reverse", FORMS)
-def test_16bit_operands_kept_and_read_again(op, exclusive, reverse, monkeypatch):
+@pytest.mark.parametrize("sram", [0, 32 * 1024])
+def test_16bit_operands_kept_and_read_again(op, exclusive, reverse, sram, monkeypatch):
     """A 16-bit operand read as it is goes through the transposes and NRAM in 16 bits (widened after the
     transpose); with a smaller NRAM budget some chunks of each range are kept and the others read again, both
-    paths in one kernel, plus the partial chunk at the end (cumprod's operand is computed: the f32 path)."""
+    paths in one kernel, plus the partial chunk at the end (cumprod's operand is computed: the f32 path); with
+    some SRAM, one chunk of each range is kept there too (phase 1 copies it after its load, phase 2 reads it
+    from SRAM): the three paths in one kernel."""
     from gir.passes.schedule_mlu import scan_long
+    monkeypatch.setattr(scan_long, "SRAM_BUDGET", sram)
     if op != "cumprod":   # (cumprod's f32 tiles need the whole budget)
         monkeypatch.setattr(scan_long, "NRAM_BUDGET", 130 * 1024)   # ranges of 3 chunks: 1 kept
     res = _long(op, "f16", (300007,), exclusive, reverse, seed=3)
@@ -178,6 +182,8 @@ def test_16bit_operands_kept_and_read_again(op, exclusive, reverse, monkeypatch)
     if op != "cumprod":
         assert "read twice" in said, said
         assert "__nram__ half keep_" in res.source and "__bang_half2float(et_" in res.source
+    if sram and op != "cumprod":
+        assert "__mlu_shared__ half x_ks" in res.source and "SRAM2NRAM" in res.source, said
 
 
 @pytest.mark.parametrize("op,dtype", [("cumsum", "bf16"), ("cummax", "bf16")])
@@ -205,3 +211,21 @@ def test_chunk_carries_in_either_phase(op, exclusive, reverse, early, monkeypatc
         monkeypatch.setattr(scan_long, "EARLY_BYTES", 0)
     res = _long(op, "f32", (3, 90001), exclusive, reverse, seed=7)
     assert ("koff_" in res.source) == early and "__sync_all()" in res.source
+
+
+@pytest.mark.parametrize("dtype,op,shape,exclusive,reverse", [
+    ("f32", "cumsum", (2, 400003), 0, 0), ("f32", "cummax", (700001,), 1, 1), ("bf16", "cumsum", (1500001,), 0, 1),
+    ("i32", "cummin", (1200001,), 1, 0), ("f16", "cumsum", (2, 600001), 1, 0)])
+def test_chunks_kept_in_sram(dtype, op, shape, exclusive, reverse, monkeypatch):
+    """Ranges longer than NRAM keeps: phase 1 copies the landed tiles of the next chunks (every operand tensor,
+    x and w) into the cluster's SRAM, each core in its part, and phase 2 reads them from there; the kernel runs
+    in cluster and core scopes. Small NRAM and SRAM budgets put NRAM-kept, SRAM-kept and re-read chunks in one
+    range; values judged against float64 numpy."""
+    from gir.passes.schedule_mlu import scan_long
+    monkeypatch.setattr(scan_long, "NRAM_BUDGET", 300 * 1024)
+    monkeypatch.setattr(scan_long, "SRAM_BUDGET", 128 * 1024)
+    res = _long(op, dtype, shape, exclusive, reverse, weighted=True, seed=11)
+    said = " ".join(r.message for r in res.remarks)
+    assert "__mlu_shared__" in res.source and "x_ks" in res.source and "w_ks" in res.source, said
+    assert "NRAM2SRAM" in res.source and "SRAM2NRAM" in res.source and "clusterId" in res.source
+    assert "in SRAM" in said and "read twice" in said, said
