@@ -64,7 +64,13 @@ class _Plan:
         self.shape = dict(zip(self.vars, types[self.out.name].shape))
         self.ydt = types[self.out.name].dtype
         if self.ydt in FLOATS:
-            self.cdt = F32
+            # cummax / cummin of a 16-bit tensor read as it is, into the same type: computed in that type (a max or
+            # min of 16-bit values is one of them, exact: no widening, half the vector units and NRAM); every
+            # other float scan computes in f32
+            raw = raw_operand(p, types, F32)
+            self.cdt = self.ydt if p.op in ("cummax", "cummin") and raw and types[raw].dtype == self.ydt else F32
+            if self.cdt != F32:   # E is the tensor itself (`cummax(f32(x))`: the widening dropped, exact)
+                p.arg = next(x for x in walk(p.arg) if isinstance(x, ir.Ref))
         elif self.ydt == I32:
             self.cdt = I32
         else:
@@ -86,11 +92,14 @@ class _Plan:
         """Lane chunk W and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the busiest core's
         elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes per tile
         element)."""
-        if self.layout == "cols":
-            cands = [self.nlanes] if self.nlanes <= LANE_STEP else \
-                list(range(LANE_STEP, min(1024, L.round_up(self.nlanes, LANE_STEP)) + 1, LANE_STEP))
+        if self.layout == "cols":   # (whole 128-byte units of the computed type: 64 lanes of a 16-bit scan)
+            step = max(LANE_STEP, L.VECTOR_ALIGN // L.device_nbytes(self.cdt))
+            cands = [self.nlanes] if self.nlanes <= step else \
+                list(range(step, min(1024, L.round_up(self.nlanes, step)) + 1, step))
         else:
             cands = [32, 64, 128, 256] if self.nlanes > 32 else [64]
+            if L.device_nbytes(self.cdt) == 2:   # a 16-bit lane block is transposed: rows of whole 128-byte units
+                cands = [w for w in cands if w >= 64]
         best = None
         for w in cands:
             chunks = -(-self.nlanes // w)
@@ -335,7 +344,7 @@ class _Kernel:
             s0, ts0 = ir.BinOp("-", B.c(p.S - p.R), B.mul(k, p.R)), B.c(0)
         else:
             s0, ts0 = B.mul(k, p.R), B.c(p.S - tail)
-        ident = identity(p.scan.op, p.cdt == F32, None if p.cdt == F32 else "int32")
+        ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
         if full:

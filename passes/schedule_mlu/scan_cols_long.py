@@ -22,7 +22,7 @@ from gir.scan import identity
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan import FLOATS, FULL, NRAM_BUDGET, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_steps import OPS, comb
 
 MIN_TILES = 2           # tiles per range at least (a range of one tile gains nothing from the pipeline)
@@ -44,7 +44,7 @@ class _ColsLong(_Kernel):
         self.P = -(-p.S // self.RS)
         self.last = p.S - (self.P - 1) * self.RS
         self.op = OPS[p.scan.op]
-        self.ident = B.c(identity(p.scan.op, p.cdt == F32, None if p.cdt == F32 else "int32"))
+        self.ident = B.c(identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32"))
         self.keep = keep        # tiles of a range phase 1 leaves in NRAM (`keep_`) for phase 2
         self.tot_name = f"{name}_tot"
 

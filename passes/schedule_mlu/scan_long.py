@@ -47,7 +47,7 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import F32, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan import FLOATS, FULL, NRAM_BUDGET, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
 A = 64                      # sub-segments of a chunk (the lanes of the transposed tile): the fewest
@@ -100,7 +100,7 @@ class _Long(_Kernel):
         self.last = S - (self.P - 1) * self.RS
         self.C = C
         self.op = OPS[plan.scan.op]
-        self.ident = B.c(identity(plan.scan.op, plan.cdt == F32, None if plan.cdt == F32 else "int32"))
+        self.ident = B.c(identity(plan.scan.op, plan.cdt in FLOATS, None if plan.cdt in FLOATS else "int32"))
         self.keep = 0           # full chunks of a range phase 1 leaves in NRAM (`keep_`) for phase 2
         self.skeep = 0          # and the full chunks after those that it leaves in SRAM (`<operand>_ks`)
         self.sram = None        # building a chunk SRAM keeps: ("to" | "from", its index among them)

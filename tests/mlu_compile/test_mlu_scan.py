@@ -1,5 +1,7 @@
 """Scans on the MLU (passes/schedule_mlu/scan.py): values against numpy for every op, axis position, form and
 element type at sizes 1 / primes / non-multiples of 32; pipelined kernels; located errors and remarks."""
+import re
+
 import numpy as np
 import pytest
 
@@ -260,7 +262,7 @@ def test_tile_estimate_settles_where_the_whole_scan_axis_fits_but_pipelined_tile
 def test_16bit_rows_transposed_in_16_bits(xdt, ydt, op, exclusive, reverse, shape, long):
     """A scan along the last axis of a 16-bit tensor read as it is: its landing tile is transposed in 16 bits and
     widened after, a 16-bit result rounded before its transpose back; an f32 result of a 16-bit operand
-    transposes back in f32. Both kernels: rows cut into ranges (7 rows: scan_long.py) and the unit kernel (1,100
+    transposes back in f32; a cummax / cummin into the operand's own type runs in 16 bits throughout. Both kernels: rows cut into ranges (7 rows: scan_long.py) and the unit kernel (1,100
     rows); pipelined tiles plus a tail along the axis, lane blocks with a tail."""
     flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
     src = (f"func f(x: {xdt}[M, N]) -> (y: {ydt}[M, N]) {{\n"
@@ -269,7 +271,10 @@ def test_16bit_rows_transposed_in_16_bits(xdt, ydt, op, exclusive, reverse, shap
     sizes = {"M": shape[0], "N": shape[1]}
     x = _inputs(xdt, shape, np.random.default_rng(6), op)
     res = run_func(f, {"x": x}, sizes)
-    assert "th_" in res.source and ("oh_" in res.source) == (ydt != "f32")
+    if op != "cumsum" and xdt == ydt:   # a max / min of 16-bit values: computed in 16 bits, nothing widened
+        assert not re.search(r"\bfloat\b", res.source) and "2float" not in res.source, res.source[:400]
+    else:
+        assert "th_" in res.source and ("oh_" in res.source) == (ydt != "f32")
     assert ("__sync_all()" in res.source) == long
     want = _reference(op, x.astype(np.float64), 1, exclusive, reverse, ydt)
     v = compare(res.outputs["y"], want, ir.DType(ydt))
@@ -297,3 +302,32 @@ def test_16bit_operands_read_per_lane_or_per_position(dt, text, sizes, axis, bsh
     want = _reference(op, expand(x.astype(np.float64), shape), axis, 0, "reverse" in text, dt)
     v = compare(got, want, ir.DType(dt))
     assert v.passed, v.reason
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("op,exclusive,reverse", [("cummax", 0, 0), ("cummin", 1, 0), ("cummax", 0, 1),
+                                                  ("cummin", 1, 1)])
+@pytest.mark.parametrize("shape,axis,cast", [
+    ((1100, 515), 1, False),      # rows: the unit kernel (lane blocks of 64 with a tail)
+    ((5, 20011), 1, True),        # rows cut into ranges (scan_long.py), through `f32(x)`
+    ((4099, 70), 0, False),       # columns: lanes of 64 and a tail of 6 (the unit kernel or ranges of rows)
+    ((20011, 64), 0, True),       # few lanes: the axis cut into ranges (scan_cols_long.py)
+    ((3, 517, 65), 1, False),     # a middle axis
+])
+def test_16bit_max_min_scans_compute_in_16_bits(dt, op, exclusive, reverse, shape, axis, cast):
+    """A cummax / cummin of a 16-bit tensor (or of its f32 widening) into its own type is computed in that type
+    on every MLU scan kernel: the max or min of 16-bit values is one of them, so the result is exact -- equal to
+    numpy's, bit for bit -- with no conversion in the kernel (half the vector units and NRAM of f32)."""
+    names = "abc"[:len(shape)]
+    dims = ", ".join(f"D{k}" for k in range(len(shape)))
+    idx = ", ".join(names)
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    arg = f"f32(x[{idx}])" if cast else f"x[{idx}]"
+    src = f"func f(x: {dt}[{dims}]) -> (y: {dt}[{dims}]) {{\n  y[{idx}] = {op}({arg}, {names[axis]}{flags})\n}}\n"
+    sizes = {f"D{k}": n for k, n in enumerate(shape)}
+    x = _inputs(dt, shape, np.random.default_rng(sum(shape) + axis), op)
+    res = run_func(parse_text(src).funcs[0], {"x": x}, sizes)
+    assert "2float" not in res.source and "float2" not in res.source and not re.search(r"\bfloat\b", res.source)
+    want = _reference(op, x.astype(np.float64), axis, exclusive, reverse, dt).astype(x.dtype)
+    got = res.outputs["y"]
+    assert got.dtype == want.dtype and np.array_equal(got, want), (op, shape, axis)
