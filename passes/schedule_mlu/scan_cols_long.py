@@ -11,21 +11,25 @@ the DMA roofline). Here the scan axis is cut as well:
 - `sync @all`: every total is stored before any task reads them;
 - phase 2 starts from the combination of the totals of the ranges before its own (after it: reverse) and walks
   its tiles as the unit kernel does (scan.py `finish`), taking the kept E tiles from NRAM.
-
-The operands of the tiles not kept are read twice; results are written once (remarked with the count).
+The next tiles' landed operands stay in the cluster's SRAM (scan_sram.py). The operands of the tiles kept nowhere
+are read twice; results are written once (remarked with the counts).
 """
 from __future__ import annotations
 
 from gir import ir
+from gir.passes.machines import MLU370
 from gir.passes.remarks import Remark
 from gir.scan import identity
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
 from gir.passes.schedule_mlu.scan import FLOATS, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.passes.schedule_mlu.scan_steps import OPS, comb
+from gir.passes.schedule_mlu.swpipe import slice_len
 
 MIN_TILES = 2           # tiles per range at least (a range of one tile gains nothing from the pipeline)
+SRAM_BUDGET = MLU370.sram_bytes   # SRAM of a cluster the tiles kept between the phases may take
 
 
 def applies(plan: _Plan) -> bool:
@@ -33,11 +37,13 @@ def applies(plan: _Plan) -> bool:
     return plan.layout == "cols" and plan.units < plan.tasks and plan.S >= MIN_TILES * plan.R * 2
 
 
-class _ColsLong(_Kernel):
+class _ColsLong(SramKeep, _Kernel):
     """The kernel (module docstring): _Kernel's operands, computes and tile scans over ranges of the scan axis."""
 
-    def __init__(self, plan: _Plan, types: dict, name: str, keep: int = 0):
+    def __init__(self, plan: _Plan, types: dict, name: str, keep: int = 0, skeep: int = 0):
         super().__init__(plan, types, name)
+        self.sram_setup()
+        self.skeep = skeep      # the tiles after those kept in SRAM (scan_sram.py)
         p = plan
         ranges = max(1, p.tasks // p.units)
         self.RS = L.round_up(-(-p.S // ranges), p.R)
@@ -93,6 +99,29 @@ class _ColsLong(_Kernel):
         raw = self.raw()
         return self.types[raw].dtype if raw else self.p.cdt
 
+    def loads(self, s0, ns: int, l0, nl: int, stage: str, widen: bool = True) -> list:
+        """_Kernel's loads; a tile SRAM keeps copies each landed operand to SRAM, or from it (scan_sram.py)."""
+        out = super().loads(s0, ns, l0, nl, stage, widen)
+        if self.sram is None or stage != "tile":
+            return out
+        moves = []
+        for m in out:
+            if not (isinstance(m, ir.Move) and m.kind == "load"):
+                moves.append(m)
+                continue
+            shape = self.allocs[m.dst.name].type.shape
+            nr, nc = (slice_len(i) for i in m.dst.index)
+            ks = self.kept_sram(m.src.name, self.types[m.src.name].dtype, shape[0], shape[1], nr, nc)
+            moves += self.through_sram(m.dst, ks, [m])
+        return moves
+
+    def sram_tile_bytes(self) -> int:
+        """SRAM one kept tile takes: the landed tiles of the operands loaded per tile."""
+        for stage in ("unit", "tile"):   # (allocates the landing tiles)
+            self.tile(B.c(0), self.p.R, B.c(0), self.p.W, stage)
+        return sum(self.elems(self.allocs[n].type.shape) * L.device_nbytes(self.allocs[n].type.dtype)
+                   for n in self.loaded)
+
     # ------------------------------------------------------------ phase 1: range totals
     def fold(self, ev: ir.Ref, ns: int, nl: int) -> list:
         """tot_ OP= every row of ev: halving runs of rows of a dense tile (contiguous), then row by row."""
@@ -119,9 +148,13 @@ class _ColsLong(_Kernel):
             raw = self.raw()
             steps.append(ir.Assign(self.kept(k, nl), self.region(f"{raw}_h", FULL, R, nl) if raw else ev))
             body.append(ir.For("k_", B.c(0), B.c(kept), tuple(steps + self.fold(ev, R, nl))))
-        if full > kept:
-            steps, ev = self.operand(self.tile_start(n, k, kept), R, l0, nl)
-            body.append(ir.For("k_", B.c(0), B.c(full - kept), tuple(steps + self.fold(ev, R, nl))))
+        sk = min(self.skeep, full - kept)
+        if sk:
+            steps, ev = self.in_sram("to", k, lambda: self.operand(self.tile_start(n, k, kept), R, l0, nl))
+            body.append(ir.For("k_", B.c(0), B.c(sk), tuple(steps + self.fold(ev, R, nl))))
+        if full > kept + sk:
+            steps, ev = self.operand(self.tile_start(n, k, kept + sk), R, l0, nl)
+            body.append(ir.For("k_", B.c(0), B.c(full - kept - sk), tuple(steps + self.fold(ev, R, nl))))
         if tail:
             steps, ev = self.operand(self.tail_start(n), tail, l0, nl)
             body += steps + self.fold(ev, tail, nl)
@@ -151,9 +184,13 @@ class _ColsLong(_Kernel):
             s0 = self.tile_start(n, k)
             kv = ir.Call("f32", (self.kept(k, nl),)) if self.raw() else self.kept(k, nl)
             tiles.append(ir.For("k_", B.c(0), B.c(kept), tuple([ir.Assign(ev, kv)] + self.finish(ev, s0, R, l0, nl))))
-        if full > kept:
-            tiles.append(ir.For("k_", B.c(0), B.c(full - kept),
-                                tuple(self.tile(self.tile_start(n, k, kept), R, l0, nl, "tile"))))
+        sk = min(self.skeep, full - kept) if self.P > 1 else 0
+        if sk:
+            tiles.append(ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram("from", k, lambda: self.tile(
+                self.tile_start(n, k, kept), R, l0, nl, "tile")))))
+        if full > kept + sk:
+            tiles.append(ir.For("k_", B.c(0), B.c(full - kept - sk),
+                                tuple(self.tile(self.tile_start(n, k, kept + sk), R, l0, nl, "tile"))))
         last = self.tile(self.tail_start(n), tail, l0, nl, "tile") if tail else []
         return body + tiles + last   # the partial tile is the range's last in scan order (tail_start)
 
@@ -178,15 +215,15 @@ class _ColsLong(_Kernel):
                           tuple(by_lanes(self.RS)))]
         units = p.units * self.P
         radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks), ("p_", self.P)]
-        body = decode_units(radix, units, p.tasks, body)
-        return ir.For("it_", B.c(0), unit_trips(units, p.tasks), tuple(body))
+        body = decode_units(radix, units, p.tasks, body, self.task())
+        return ir.For("it_", B.c(0), unit_trips(units, p.tasks, self.task()), tuple(body))
 
     def items(self) -> list:
         """[the GDRAM totals, the kernel]: phase 1, `sync @all`, phase 2."""
         p = self.p
         tot = B.alloc(self.tot_name, p.cdt, tuple(p.shape[v] for v in p.units_vars) + (self.P, p.nlanes), "gdram")
         steps = [self.unit_loop(self.totals_range), ir.Sync(ir.ParLevel.all), self.unit_loop(self.scan_range)]
-        par = ir.Parallel("task_", B.c(0), B.c(p.tasks), ir.ParLevel.core, tuple(self.allocs.values()) + tuple(steps))
+        par = self.scope(tuple(self.allocs.values()), tuple(steps))
         attrs = (("task_dim", str(p.tasks)),) + ((("layout", "dense"),) if p.dense else ())
         return [tot, ir.Kernel(self.name, (par,), attrs)]
 
@@ -211,15 +248,19 @@ def cols_long_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
     one = _ColsLong(plan, types, name, 1)   # keeping tiles also takes a tile phase 2 copies them into
     one.items()
     keep = min((NRAM_BUDGET - one.nram_bytes()) // tile_bytes + 1, k.RS // plan.R)
-    if keep > 0:
-        k = _ColsLong(plan, types, name, keep)
+    keep = max(keep, 0)
+    probe = _ColsLong(plan, types, name)
+    skeep = probe.sram_tiles(SRAM_BUDGET, probe.sram_tile_bytes(), k.RS // plan.R - keep)
+    if keep or skeep:
+        k = _ColsLong(plan, types, name, keep, skeep)
         items = k.items()
     if remarks is not None:
-        again = max(0, k.RS - k.keep * plan.R)
+        again = max(0, k.RS - (k.keep + k.skeep) * plan.R)
         remarks.append(Remark(
             "schedule-mlu", "missed",
             f"the scan '{plan.out.name}' has {plan.units} unit(s) of lanes for {plan.tasks} cores: its axis is cut "
             f"into {k.P} ranges (range totals, a barrier across the cores, then the scan carrying them); "
-            + (f"{again} of each range's {k.RS} positions are read twice (the others stay in NRAM)" if again
-               else "every range stays in NRAM between the two"), loc))
+            + (f"{again} of each range's {k.RS} positions are read twice (the others stay on chip: "
+               f"{k.keep * plan.R} in NRAM, {k.skeep * plan.R} in SRAM)" if again
+               else "every range stays on chip (NRAM, SRAM) between the two"), loc))
     return items

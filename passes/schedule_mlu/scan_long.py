@@ -48,6 +48,7 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
 from gir.passes.schedule_mlu.scan import FLOATS, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 
 A = 64                      # sub-segments of a chunk (the lanes of the transposed tile): the fewest
@@ -75,7 +76,7 @@ def applies(plan: _Plan, refs: list[ir.Ref]) -> bool:
     return True
 
 
-class _Long(_Kernel):
+class _Long(SramKeep, _Kernel):
     """The kernel of one long scan (module docstring). It reuses _Kernel's three-address computes of E (`expr`,
     over its `refs`, `allocs` and tile shapes) but not its unit-kernel geometry: __init__ sets those fields itself."""
 
@@ -102,10 +103,7 @@ class _Long(_Kernel):
         self.op = OPS[plan.scan.op]
         self.ident = B.c(identity(plan.scan.op, plan.cdt in FLOATS, None if plan.cdt in FLOATS else "int32"))
         self.keep = 0           # full chunks of a range phase 1 leaves in NRAM (`keep_`) for phase 2
-        self.skeep = 0          # and the full chunks after those that it leaves in SRAM (`<operand>_ks`)
-        self.sram = None        # building a chunk SRAM keeps: ("to" | "from", its index among them)
-        self.cpc = MLU370.cores_per_cluster
-        self.sram_allocs: dict[str, ir.Alloc] = {}
+        self.sram_setup()       # and the full chunks after those that it leaves in SRAM (scan_sram.py)
         self.chunks = -(-self.RS // C)   # chunks of a range at most
         # phase 1 also computes every chunk's sub-segment carries (range-local; `koff_`): its compute pipe waits
         # for the loads there, phase 2's does not
@@ -130,10 +128,8 @@ class _Long(_Kernel):
         its load (an on-chip copy of the load stage), phase 2 loads it from there instead of GDRAM."""
         if self.sram is not None and kind == "load":
             assert n == self.C, "SRAM keeps full chunks"
-            t, ks = self.full(tile), self.kept_sram(name, self.sram[1])
-            if self.sram[0] == "from":
-                return [B.move("copy", t, ks)]
-            return self.moves_gdram(kind, tile, name, names, s0, n) + [B.move("copy", ks, t)]
+            ks = self.kept_sram(name, self.types[name].dtype, self.a, self.lc, self.a, self.lc)
+            return self.through_sram(self.full(tile), ks, self.moves_gdram(kind, tile, name, names, s0, n))
         return self.moves_gdram(kind, tile, name, names, s0, n)
 
     def moves_gdram(self, kind: str, tile: str, name: str, names: list, s0, n: int) -> list:
@@ -281,32 +277,9 @@ class _Long(_Kernel):
         self.alloc("keep_", self.keep_dtype(), (self.keep * self.lc, self.a))
         return B.ref("keep_", B.sl(B.mul(i, self.lc), self.lc), B.sl(0, self.a))
 
-    def kept_sram(self, name: str, i) -> ir.Ref:
-        """The i-th chunk SRAM keeps of operand `name` as landed ([64, Lc] of its type), in this core's part of the
-        cluster's `<name>_ks`."""
-        ks = f"{name}_ks"
-        if ks not in self.sram_allocs:
-            self.sram_allocs[ks] = B.alloc(ks, self.types[name].dtype, (self.cpc * self.skeep * self.a, self.lc),
-                                           "sram")
-        row = B.add(B.mul(B.v("co_"), self.skeep * self.a), B.mul(i, self.a))
-        return B.ref(ks, B.sl(row, self.a), B.sl(0, self.lc))
-
     def sram_chunk_bytes(self) -> int:
         """SRAM one kept chunk takes: every operand's landed tile."""
         return sum(self.a * self.lc * L.device_nbytes(self.types[n].dtype) for n in self.refs)
-
-    def in_sram(self, mode: str, i, build):
-        """`build()` with the chunk's loads to ("to") or from ("from") its SRAM keep."""
-        self.sram = (mode, i)
-        try:
-            return build()
-        finally:
-            self.sram = None
-
-    def task(self) -> ir.Expr | None:
-        """The task's index: cl_ * cores per cluster + co_ in a kernel that keeps chunks in SRAM (cluster and core
-        scopes), else the variable task_ (None)."""
-        return B.add(B.mul(B.v("cl_"), self.cpc), B.v("co_")) if self.skeep else None
 
     def keep_dtype(self) -> ir.DType:
         raw = self.raw()
@@ -430,13 +403,7 @@ class _Long(_Kernel):
                                "gdram"))
             steps += [self.unit_loop(self.totals_range), ir.Sync(ir.ParLevel.all)]
         steps.append(self.unit_loop(self.scan_range))
-        if self.skeep:   # the SRAM of a cluster is declared in its scope, each core keeps chunks in its part
-            core = ir.Parallel("co_", B.c(0), B.c(self.cpc), ir.ParLevel.core, tuple(self.allocs.values()) + tuple(steps))
-            par = ir.Parallel("cl_", B.c(0), B.c(self.p.tasks // self.cpc), ir.ParLevel.cluster,
-                              tuple(self.sram_allocs.values()) + (core,))
-        else:
-            par = ir.Parallel("task_", B.c(0), B.c(self.p.tasks), ir.ParLevel.core,
-                              tuple(self.allocs.values()) + tuple(steps))
+        par = self.scope(tuple(self.allocs.values()), tuple(steps))
         return out + [ir.Kernel(f"{name}_mlu", (par,), (("task_dim", str(self.p.tasks)), ("layout", "dense")))]
 
 
@@ -458,8 +425,7 @@ def long_scan_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
             continue
         if k.P > 1:   # phase 1 keeps as many chunks in NRAM as fit, then in SRAM: phase 2 does not read them again
             k.keep = min(room // (a * lc * L.device_nbytes(k.keep_dtype())), k.RS // k.C)
-            if plan.tasks % k.cpc == 0:
-                k.skeep = min(SRAM_BUDGET // k.cpc // k.sram_chunk_bytes(), k.RS // k.C - k.keep)
+            k.skeep = k.sram_tiles(SRAM_BUDGET, k.sram_chunk_bytes(), k.RS // k.C - k.keep)
             if k.keep or k.skeep:
                 k.allocs, k.sram_allocs, k.loaded, k.stored, k.count = {}, {}, set(), set(), 0
                 items = k.items(name)

@@ -99,3 +99,29 @@ def test_16bit_kept_tiles_stay_aligned(op, exclusive, reverse, shape):
     assert "__sync_all()" in res.source
     v = compare(res.outputs["y"], _reference(op, x.astype(np.float64), 0, exclusive, reverse, "f16"), ir.DType.f16)
     assert v.passed, v.reason
+
+
+@pytest.mark.parametrize("op,dtype,exclusive,reverse,weight", [
+    ("cumsum", "f32", 1, 0, "scan"), ("cummax", "f32", 0, 1, "lanes"), ("cumsum", "f16", 0, 0, None),
+    ("cummin", "bf16", 1, 1, None), ("cumsum", "i32", 0, 1, "lanes"), ("cumprod", "f32", 1, 1, "scan")])
+def test_tiles_kept_in_sram(op, dtype, exclusive, reverse, weight, monkeypatch):
+    """Ranges longer than NRAM keeps: the next tiles' landed operands (x, and w when it is read per scan row) stay
+    in the cluster's SRAM between the phases (scan_sram.py); small budgets put NRAM-kept, SRAM-kept and re-read
+    tiles in one range. Values against float64 numpy."""
+    from gir.passes.schedule_mlu import scan_cols_long
+    monkeypatch.setattr(scan_cols_long, "NRAM_BUDGET", 200 * 1024)
+    monkeypatch.setattr(scan_cols_long, "SRAM_BUDGET", 128 * 1024)
+    res = _cols(op, dtype, (40009, 40), exclusive, reverse, weight, seed=5)
+    said = " ".join(r.message for r in res.remarks)
+    assert "in SRAM" in said and "read twice" in said and ", 0 in SRAM" not in said, said
+    assert "__mlu_shared__" in res.source and "NRAM2SRAM" in res.source and "SRAM2NRAM" in res.source
+    assert ("w_ks" in res.source) == (weight == "scan")
+
+
+def test_every_tile_kept_on_chip():
+    """64 columns of 65,536 rows in f32: NRAM keeps half of each range, SRAM the rest -- no tile is read twice
+    (timing-only: GDRAM traffic is the compulsory bytes)."""
+    f = parse_text("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = cummax(x[i, j], i, reverse=1)\n}\n").funcs[0]
+    res = run_func(f, None, {"M": 65536, "N": 64}, values=False)
+    assert any("every range stays on chip" in r.message for r in res.remarks)
+    assert res.stats["gdram_traffic_bytes"] <= 1.01 * 2 * 4 * 65536 * 64
