@@ -3,7 +3,6 @@ targets/mlu/dma.py): granules a segment touches, segments that start off the 64-
 stride is not a multiple of 64), a granule read again per partially written one. The estimate ranks tile sizes
 by these bytes, so they must agree (within 2%: a loop whose body depends on its variable, a masked tail tile,
 is estimated as the mean of its first and last trips): scheduled programs with aligned and misaligned rows."""
-import dataclasses
 
 import pytest
 

@@ -5,7 +5,6 @@ without full tiles, the row tail in the last part, the column tail's own parts s
 import numpy as np
 import pytest
 
-from gir import ir
 from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.passes.schedule_mlu import layout as L
