@@ -111,13 +111,14 @@ def test_mlu_emits_one_vector_op_per_builtin():
 
 def test_mlu_clamp_into_its_own_upper_bound():
     """clamp(x, 0, h) into h: the max goes to a scratch tile, so h is read before it is overwritten."""
+    from gir.codegen import ast as C
     from gir.codegen.mlu.vecops import CONST, FULL, Opd, VecEmitter
     from gir.codegen.mlu.printer import MluPrinter
     out: list = []
-    emitter = VecEmitter(out, lambda like, k=0: Opd(like.kind, f"scratch{k}", like.length, like.rows, like.pitch,
-                                                    like.cols, like.prow))
-    h, x = (Opd(FULL, name, 256, rows=2, pitch=128, cols=128, prow=2) for name in ("h", "x"))
-    emitter.clamp(h, x, Opd(CONST, value="0.0f"), h)
+    emitter = VecEmitter(out, lambda like, k=0: Opd(like.kind, C.Id(f"scratch{k}"), like.length, like.rows,
+                                                    like.pitch, like.cols, like.prow))
+    h, x = (Opd(FULL, C.Id(name), 256, rows=2, pitch=128, cols=128, prow=2) for name in ("h", "x"))
+    emitter.clamp(h, x, Opd(CONST, value=C.Num(0.0, "f")), h)
     assert MluPrinter().block(out, 0) == ["__bang_maximum_scalar(scratch2, x, 0.0f, 256);",
                                           "__bang_minimum(h, scratch2, h, 256);"]
 
