@@ -59,6 +59,14 @@ def _floor_divmod(op: str, a: C.CExpr, b: C.CExpr) -> C.CExpr:
 _ONE = f32(1.0)
 
 
+def minmax(fn: str, a: C.CExpr, b: C.CExpr) -> C.CExpr:
+    """A float max / min that gives NaN when an operand is NaN, as numpy.maximum / minimum, the evaluator and the
+    vector ops do (C's fmaxf / fminf return the other operand): `(a < b || b != b) ? b : a` for max,
+    `(b < a || b != b) ? b : a` for min (a NaN `a` fails both compares and is returned)."""
+    lt = C.Bin("<", a, b) if fn == "max" else C.Bin("<", b, a)
+    return C.Cond(C.Bin("||", lt, C.Bin("!=", b, b)), b, a)
+
+
 class ScalarExpr:
     """Scalar compute on 1-element tiles, as AST expressions: `elem(ref)` gives the lvalue of a 1-element region."""
 
@@ -120,11 +128,11 @@ class ScalarExpr:
             return C.Cond(xs[0], xs[1], xs[2]), k
         ints = all(k == "int" for _, k in args)
         if fn in ("max", "min"):
-            return (C.Call(fn, (xs[0], xs[1])), "int") if ints else (C.Call(f"f{fn}f", (xs[0], xs[1])), "float")
+            return (C.Call(fn, (xs[0], xs[1])), "int") if ints else (minmax(fn, xs[0], xs[1]), "float")
         if fn == "clamp":
             if ints:
                 return C.Call("min", (C.Call("max", (xs[0], xs[1])), xs[2])), "int"
-            return C.Call("fminf", (C.Call("fmaxf", (xs[0], xs[1])), xs[2])), "float"
+            return minmax("min", minmax("max", xs[0], xs[1]), xs[2]), "float"
         if fn == "abs":
             return (C.Call("abs", (xs[0],)), "int") if args[0][1] == "int" else (C.Call("fabsf", (xs[0],)), "float")
         if fn == "neg":

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.codegen import ast as C
+from gir.codegen.mlu.cexpr import minmax
 from gir.codegen.mlu.instr import assign, call, f32, is_zero, per_row
 from gir.errors import GirError
 from gir.passes.schedule_mlu import layout as L
@@ -292,8 +293,7 @@ class VecEmitter:
             return
         if a.kind == ROW and dst.kind == SCALAR and e.axes == (0,) and e.op in ("sum", "max", "min"):
             # an [R, 1] row vector to one value: a scalar loop over the R rows (R small: group_norm's channels)
-            acc = C.Bin("+", dst.value, a.at(_R)) if e.op == "sum" else \
-                C.Call({"max": "fmaxf", "min": "fminf"}[e.op], (dst.value, a.at(_R)))
+            acc = C.Bin("+", dst.value, a.at(_R)) if e.op == "sum" else minmax(e.op, dst.value, a.at(_R))
             self.out.append(assign(dst.value, a.at(C.Num(0))))
             self.out.append(per_row(a.rows, assign(dst.value, acc), lo=1))
             return

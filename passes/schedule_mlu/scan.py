@@ -59,6 +59,7 @@ class _Plan:
     def __init__(self, stmt: ir.Assign, types: dict, tasks: int):
         p = scan_of(stmt.value)
         self.stmt, self.scan, self.tasks = stmt, p, tasks
+        self.allow_sram = True   # (scan_items: the long scans may keep tiles in SRAM)
         self.out = stmt.target
         self.vars = [i.name for i in self.out.index]
         self.shape = dict(zip(self.vars, types[self.out.name].shape))
@@ -406,12 +407,14 @@ def _has_float(e, types) -> bool:
         any(isinstance(x, ir.Const) and isinstance(x.value, float) for x in walk(e))
 
 
-def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None) -> list:
-    """The kernel of a one-statement function `spec` (sizes specialised) whose statement is a scan."""
+def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: bool = True) -> list:
+    """The kernel of a one-statement function `spec` (sizes specialised) whose statement is a scan;
+    `allow_sram=False`: the long scans keep no tiles in SRAM."""
     st = info.stmts[0].stmt
     if any(not isinstance(i, ir.Var) for i in st.target.index):
         raise GirError("the MLU scan writes its result indexed by plain variables", st.target.loc)
     plan = _Plan(st, dict(info.types), tasks)
+    plan.allow_sram = allow_sram
     plan.choose(16)
     from gir.passes.schedule_mlu import scan_cols_long
     from gir.passes.schedule_mlu.scan_long import applies, long_scan_items

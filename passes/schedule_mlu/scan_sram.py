@@ -24,8 +24,9 @@ class SramKeep:
         self.sram_allocs: dict[str, ir.Alloc] = {}
 
     def sram_tiles(self, budget: int, tile_bytes: int, left: int) -> int:
-        """Tiles a core may keep in its part of `budget` bytes of its cluster's SRAM (at most `left`)."""
-        if self.p.tasks % self.cpc or tile_bytes <= 0:
+        """Tiles a core may keep in its part of `budget` bytes of its cluster's SRAM (at most `left`; none when the
+        schedule may not use SRAM: `schedule_mlu(..., allow_sram=False)`)."""
+        if not self.p.allow_sram or self.p.tasks % self.cpc or tile_bytes <= 0:
             return 0
         return max(0, min(budget // self.cpc // tile_bytes, left))
 

@@ -109,7 +109,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     why_not: list[str] = []   # why each recipe refused the function (said with a scalar kernel's remark)
     if has_scan(spec):   # one pipelined kernel per scan statement (passes/schedule_mlu/scan.py)
         if len(info.stmts) == 1:
-            items.extend(scan_items(spec, info, tasks, remarks))
+            items.extend(scan_items(spec, info, tasks, remarks, allow_sram))
             mode = "done"
         elif not split:
             raise Unfused(func.name)

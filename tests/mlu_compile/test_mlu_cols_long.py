@@ -125,3 +125,13 @@ def test_every_tile_kept_on_chip():
     res = run_func(f, None, {"M": 65536, "N": 64}, values=False)
     assert any("every range stays on chip" in r.message for r in res.remarks)
     assert res.stats["gdram_traffic_bytes"] <= 1.01 * 2 * 4 * 65536 * 64
+
+
+def test_no_sram_when_the_schedule_may_not_use_it():
+    """`allow_sram=False` (schedule_mlu / run_func): the long scans keep no tile in SRAM (read twice instead)."""
+    f = parse_text("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = cummax(x[i, j], i, reverse=1)\n}\n").funcs[0]
+    res = run_func(f, None, {"M": 65536, "N": 64}, values=False, allow_sram=False)
+    assert "__mlu_shared__" not in res.source and "SRAM2NRAM" not in res.source
+    g = parse_text("func g(x: f32[N]) -> (y: f32[N]) {\n  y[i] = cumsum(x[i], i)\n}\n").funcs[0]
+    res = run_func(g, None, {"N": 16777216}, values=False, allow_sram=False)
+    assert "__sync_all()" in res.source and "__mlu_shared__" not in res.source

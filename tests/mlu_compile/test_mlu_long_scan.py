@@ -230,3 +230,26 @@ def test_chunks_kept_in_sram(dtype, op, shape, exclusive, reverse, monkeypatch):
     assert "__mlu_shared__" in res.source and "x_ks" in res.source and "w_ks" in res.source, said
     assert "NRAM2SRAM" in res.source and "SRAM2NRAM" in res.source and "clusterId" in res.source
     assert "in SRAM" in said and "read twice" in said, said
+
+
+@pytest.mark.parametrize("op,dtype,reverse,shape,axis", [
+    ("cummax", "f32", 0, (300007,), 0), ("cummin", "f16", 1, (300007,), 0), ("cummax", "bf16", 1, (3, 90001), 1),
+    ("cummax", "f32", 0, (40009, 40), 0), ("cummin", "f16", 1, (40009, 64), 0)])
+def test_nan_propagates_through_the_carries(op, dtype, reverse, shape, axis):
+    """A NaN in the operand makes every later running max / min NaN, as numpy's (the range and chunk carries
+    are scalar code: a max / min there must not drop a NaN operand, as C's fmaxf / fminf would)."""
+    names = "ab"[:len(shape)]
+    dims = ", ".join(f"D{k}" for k in range(len(shape)))
+    idx = ", ".join(names)
+    src = (f"func f(x: {dtype}[{dims}]) -> (y: {dtype}[{dims}]) {{\n"
+           f"  y[{idx}] = {op}(x[{idx}], {names[axis]}{', reverse=1' if reverse else ''})\n}}\n")
+    f = parse_text(src).funcs[0]
+    x = _inputs(dtype, shape, np.random.default_rng(12), op)
+    flat = x.reshape(-1)
+    flat[[1000, len(flat) // 2 + 7]] = np.nan
+    res = run_func(f, {"x": x}, {f"D{k}": n for k, n in enumerate(shape)})
+    assert "__sync_all()" in res.source   # a long scan (ranges over the cores)
+    want = _reference(op, x.astype(np.float64), axis, 0, reverse, dtype).astype(x.dtype)
+    got = res.outputs["y"]
+    assert np.array_equal(np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64)))
+    assert np.array_equal(got, want, equal_nan=True)
