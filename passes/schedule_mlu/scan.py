@@ -65,9 +65,8 @@ class _Plan:
         self.shape = dict(zip(self.vars, types[self.out.name].shape))
         self.ydt = types[self.out.name].dtype
         if self.ydt in FLOATS:
-            # cummax / cummin of a 16-bit tensor read as it is, into the same type: computed in that type (a max or
-            # min of 16-bit values is one of them, exact: no widening, half the vector units and NRAM); every
-            # other float scan computes in f32
+            # cummax / cummin of a 16-bit tensor into its type: in that type (exact: a max or min of 16-bit
+            # values is one of them; half the vector units and NRAM); every other float scan computes in f32
             raw = raw_operand(p, types, F32)
             self.cdt = self.ydt if p.op in ("cummax", "cummin") and raw and types[raw].dtype == self.ydt else F32
             if self.cdt != F32:   # E is the tensor itself (`cummax(f32(x))`: the widening dropped, exact)
