@@ -7,7 +7,7 @@ and vector instructions as intrinsics (`Eval(Intrinsic("bang_cycle_add", ...))` 
 from __future__ import annotations
 
 from gir.codegen import ast as C
-from gir.codegen.cstyle import CStylePrinter
+from gir.codegen.cstyle import _ATOM, _UNARY, CStylePrinter
 
 CTYPE = {"f32": "float", "f16": "half", "bf16": "bfloat16_t", "i32": "int", "i64": "int", "bool": "uint8_t"}
 SPACE = {"nram": "__nram__", "sram": "__mlu_shared__", "wram": "__wram__"}
@@ -53,6 +53,14 @@ class MluPrinter(CStylePrinter):
             return [f"{'  ' * depth}for (int {s.var} = {self.expr(s.lo)}; {s.var} < {self.expr(s.hi)}; {s.var}++) "
                     f"{{ {body} }}"]
         return super().stmt(s, depth)
+
+    def literal(self, e: C.Num) -> tuple[str, int]:
+        """Integers without C's `LL` suffix: the language's integers are 32-bit (`int`), its parser reads any
+        literal (an i32 scan's identity is `-2147483648`)."""
+        if e.kind == "i":
+            v = int(e.value)
+            return str(v), _UNARY if v < 0 else _ATOM
+        return super().literal(e)
 
     def intrinsic(self, e: C.Intrinsic) -> str:
         """The MLU's instructions: `__` + the intrinsic's name (`bang_add`, `memcpy_async`, `bang_float2half`)."""

@@ -69,3 +69,11 @@ def test_random_program_kernels_are_ast(seed):
 def test_text_operands_are_refused():
     with pytest.raises(TypeError, match="not text"):
         call("bang_add", "t + 1", C.Id("a"), C.Id("b"), 64)
+
+
+def test_integer_literals_have_no_64_bit_suffix():
+    """The MLU language's integers are 32-bit: an i32 cummax's identity prints `-2147483648`, not C's `...LL`."""
+    from gir.targets.mlu.run import run_func
+    f = parse_text("func f(x: i32[N]) -> (y: i32[N]) {\n  y[i] = cummax(x[i], i, exclusive=1)\n}\n").funcs[0]
+    src = run_func(f, None, {"N": 1000}, values=False).source
+    assert "-2147483648" in src and "LL" not in src
