@@ -148,13 +148,10 @@ class _ColsLong(SramKeep, _Kernel):
             raw = self.raw()
             steps.append(ir.Assign(self.kept(k, nl), self.region(f"{raw}_h", FULL, R, nl) if raw else ev))
             body.append(ir.For("k_", B.c(0), B.c(kept), tuple(steps + self.fold(ev, R, nl))))
-        sk = min(self.skeep, full - kept)
-        if sk:
-            steps, ev = self.in_sram("to", k, lambda: self.operand(self.tile_start(n, k, kept), R, l0, nl))
-            body.append(ir.For("k_", B.c(0), B.c(sk), tuple(steps + self.fold(ev, R, nl))))
-        if full > kept + sk:
-            steps, ev = self.operand(self.tile_start(n, k, kept + sk), R, l0, nl)
-            body.append(ir.For("k_", B.c(0), B.c(full - kept - sk), tuple(steps + self.fold(ev, R, nl))))
+        def totals(skip):
+            steps, ev = self.operand(self.tile_start(n, k, skip), R, l0, nl)
+            return steps + self.fold(ev, R, nl)
+        body += self.after_nram("to", kept, full - kept, totals)
         if tail:
             steps, ev = self.operand(self.tail_start(n), tail, l0, nl)
             body += steps + self.fold(ev, tail, nl)
@@ -184,13 +181,8 @@ class _ColsLong(SramKeep, _Kernel):
             s0 = self.tile_start(n, k)
             kv = ir.Call("f32", (self.kept(k, nl),)) if self.raw() else self.kept(k, nl)
             tiles.append(ir.For("k_", B.c(0), B.c(kept), tuple([ir.Assign(ev, kv)] + self.finish(ev, s0, R, l0, nl))))
-        sk = min(self.skeep, full - kept) if self.P > 1 else 0
-        if sk:
-            tiles.append(ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram("from", k, lambda: self.tile(
-                self.tile_start(n, k, kept), R, l0, nl, "tile")))))
-        if full > kept + sk:
-            tiles.append(ir.For("k_", B.c(0), B.c(full - kept - sk),
-                                tuple(self.tile(self.tile_start(n, k, kept + sk), R, l0, nl, "tile"))))
+        tiles += self.after_nram("from", kept, full - kept,
+                                 lambda skip: self.tile(self.tile_start(n, k, skip), R, l0, nl, "tile"))
         last = self.tile(self.tail_start(n), tail, l0, nl, "tile") if tail else []
         return body + tiles + last   # the partial tile is the range's last in scan order (tail_start)
 

@@ -240,13 +240,8 @@ class _Long(SramKeep, _Kernel):
         if kept:
             loops.append(ir.For("k_", B.c(0), B.c(kept), tuple(chunk(self.chunk_start(start, full, i, 0), self.C,
                                                                       B.add(i, base), self.kept(i)))))
-        sk = min(self.skeep, full - kept)
-        if sk:
-            loops.append(ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram("to", i, lambda: chunk(
-                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept))))))
-        if full > kept + sk:
-            loops.append(ir.For("k_", B.c(0), B.c(full - kept - sk), tuple(chunk(
-                self.chunk_start(start, full, i, kept + sk), self.C, B.add(i, base + kept + sk)))))
+        loops += self.after_nram("to", kept, full - kept, lambda skip: chunk(
+            self.chunk_start(start, full, i, skip), self.C, B.add(i, base + skip)))
         body += (last + loops) if rev else (loops + last)
         dst = ir.Ref(self.tot_name, tuple(B.v(f"u_{v}") for v in self.rvars) + (B.sl(B.v("p_"), 1),))
         if self.early:
@@ -368,13 +363,8 @@ class _Long(SramKeep, _Kernel):
         if kept:
             chunks.append(ir.For("k_", B.c(0), B.c(kept), tuple(self.scan_chunk(
                 self.chunk_start(start, full, i, 0), self.C, B.add(i, base), self.kept(i)))))
-        sk = min(self.skeep, full - kept) if self.P > 1 else 0
-        if sk:
-            chunks.append(ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram("from", i, lambda: self.scan_chunk(
-                self.chunk_start(start, full, i, kept), self.C, B.add(i, base + kept))))))
-        if full > kept + sk:
-            chunks.append(ir.For("k_", B.c(0), B.c(full - kept - sk), tuple(self.scan_chunk(
-                self.chunk_start(start, full, i, kept + sk), self.C, B.add(i, base + kept + sk)))))
+        chunks += self.after_nram("from", kept, full - kept, lambda skip: self.scan_chunk(   # (skeep: P > 1 only)
+            self.chunk_start(start, full, i, skip), self.C, B.add(i, base + skip)))
         last = self.scan_chunk(B.add(start, full * self.C), tail, B.c(0 if p.scan.reverse else full)) \
             if tail else []
         return body + (last + chunks if p.scan.reverse else chunks + last)

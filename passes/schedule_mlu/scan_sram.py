@@ -54,6 +54,16 @@ class SramKeep:
         finally:
             self.sram = None
 
+    def after_nram(self, mode: str, done: int, left: int, steps) -> list:
+        """The loops over a range's `left` full tiles after its first `done` (kept in NRAM): the next `skeep` through
+        SRAM (`mode`: "to" in phase 1, "from" in phase 2), the rest from GDRAM; `steps(skip)` builds the body of
+        the loop `k_` over tiles skip + k_ (scan order)."""
+        sk, k = min(self.skeep, left), B.v("k_")
+        out = [ir.For("k_", B.c(0), B.c(sk), tuple(self.in_sram(mode, k, lambda: steps(done))))] if sk else []
+        if left > sk:
+            out.append(ir.For("k_", B.c(0), B.c(left - sk), tuple(steps(done + sk))))
+        return out
+
     def task(self) -> ir.Expr | None:
         """The task's index: cl_ * cores + co_ when tiles are kept in SRAM, else the variable task_ (None)."""
         return B.add(B.mul(B.v("cl_"), self.cpc), B.v("co_")) if self.skeep else None
