@@ -88,10 +88,10 @@ class _Plan:
         for v in self.units_vars:
             self.n_other *= self.shape[v]
 
-    def choose(self, per_elem: int) -> None:
-        """Lane chunk W and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the busiest core's
-        elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes per tile
-        element)."""
+    def choose(self, per_elem: int, most: int | None = None) -> None:
+        """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the
+        busiest core's elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes
+        per tile element)."""
         if self.layout == "cols":   # (whole 128-byte units of the computed type: 64 lanes of a 16-bit scan)
             step = max(LANE_STEP, L.VECTOR_ALIGN // L.device_nbytes(self.cdt))
             cands = [self.nlanes] if self.nlanes <= step else \
@@ -100,6 +100,7 @@ class _Plan:
             cands = [32, 64, 128, 256] if self.nlanes > 32 else [64]
             if L.device_nbytes(self.cdt) == 2:   # a 16-bit lane block is transposed: rows of whole 128-byte units
                 cands = [w for w in cands if w >= 64]
+        cands = [w for w in cands if most is None or w <= most] or cands[:1]
         best = None
         for w in cands:
             chunks = -(-self.nlanes // w)

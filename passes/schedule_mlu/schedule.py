@@ -104,6 +104,10 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     spec = dataclasses.replace(full, params=tuple(p for p in full.params if p.name in read))
     info = func_info(spec)
     types = dict(info.types)
+    if split and has_scan(spec) and len(info.stmts) > 1:   # scans of one shape and axis next to each other
+        from gir.passes.schedule_mlu.scan_group import order_scans
+        spec = order_scans(spec, types)              # (scan_group.py: the split may run them as one kernel)
+        info = func_info(spec)
     items: list = []
     chosen = None
     why_not: list[str] = []   # why each recipe refused the function (said with a scalar kernel's remark)
@@ -111,15 +115,21 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         if len(info.stmts) == 1:
             items.extend(scan_items(spec, info, tasks, remarks, allow_sram))
             mode = "done"
-        elif not split:
-            raise Unfused(func.name)
+        elif not split:   # a segment of the split: scans of one shape and axis run as one kernel (scan_group.py)
+            from gir.passes.schedule_mlu.scan_group import group_items
+            group = group_items(spec, info, tasks, remarks, allow_sram)
+            if group is None:
+                raise Unfused(func.name)
+            items.extend(group)
+            mode = "done"
         else:
             sp = _split(spec, types, sizes, allow_sram, tasks, max_rows, nram) if mode == "fused" else None
-            why = f"function '{func.name}' holds scans (scans are not fused with other statements)"
+            why = f"function '{func.name}' holds scans (a scan is fused only with scans of its shape and axis)"
             if sp is not None:   # the other statements in fused segments (segments.py)
                 mode = "done"
                 _take_split(sp, items, remarks, choices)
-                _missed(remarks, f"{why}: {describe_split(sp)}, intermediates through GDRAM", func.loc)
+                if len(sp.segments) > 1:   # (one segment: the scans run as one kernel, scan_group.py says so)
+                    _missed(remarks, f"{why}: {describe_split(sp)}, intermediates through GDRAM", func.loc)
             else:
                 if mode == "fused":
                     _missed(remarks, f"{why}: each statement is its own MLU kernel, intermediates go through "

@@ -1,0 +1,308 @@
+"""Scans that share their operands, fused into one MLU kernel (a scan group).
+
+Two or more scan statements over the same shape along the same axis (`c[i, j] = cumsum(x[i, j] * w[j], j)` and
+`p[i, j] = cumprod(1.0 + 0.01 * x[i, j], j, reverse=1)`) walk the same tiles: run as separate kernels (scan.py)
+each reads x from GDRAM. A group runs them in one unit kernel of scan.py's geometry (work units of lanes, tiles
+along the scan axis): every tile's operands are loaded once and each member computes its own operand and scan
+from them, with its own carry, and stores its result.
+
+Members walking the same way share one walk. When the directions differ the unit walks its tiles twice: forward
+for the forward members (phase 1), then back for the reverse ones (phase 2). Phase 1 copies each tile of the
+operands phase 2 needs into the core's part of its cluster's SRAM after loading it (scan_sram.py); phase 2 copies
+them back instead of reading GDRAM again. A unit whose tiles do not all fit SRAM reads the rest again (said in a
+remark); a group that can keep none is not formed (two walks of GDRAM are two kernels).
+
+Statements are first reordered so that members of a group are adjacent (`order_scans`: a statement moves up only
+past statements it does not read), and the cost model's split of the function into segments (segments.py) decides
+whether a group runs fused.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gir import ir
+from gir.errors import GirError
+from gir.passes.builtin.exprs import substitute_vars
+from gir.passes.machines import MLU370
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
+from gir.passes.schedule_mlu.scan import FULL, NRAM_BUDGET, _dense, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan_sram import SramKeep
+from gir.scan import identity, is_scan, scan_of
+from gir.walk import walk
+
+SRAM_BUDGET = MLU370.sram_bytes   # SRAM of a cluster the tiles kept between the phases may take
+OWN = ("acc_", "ev_", "et_", "ot_", "oh_", "o_h", "ov_", "o_", "hs_")   # each member's own NRAM tiles
+
+
+def _key(stmt: ir.Assign, types: dict):
+    """What members of one group share: the result's shape and the scan axis' position (None: not a scan)."""
+    p = scan_of(stmt.value)
+    if p is None or any(not isinstance(i, ir.Var) for i in stmt.target.index):
+        return None
+    names = [i.name for i in stmt.target.index]
+    if p.axis not in names:
+        return None
+    return tuple(types[stmt.target.name].shape), names.index(p.axis)
+
+
+def order_scans(func: ir.Func, types: dict) -> ir.Func:
+    """`func` with every scan statement moved up to just after the last earlier statement of its group when it
+    reads nothing the statements in between produce (dependences kept)."""
+    done: list = []
+    for s in func.body:
+        k = _key(s, types) if isinstance(s, ir.Assign) else None
+        at = None
+        if k is not None:
+            reads = {x.name for x in walk(s.value) if isinstance(x, ir.Ref)}
+            for t in range(len(done) - 1, -1, -1):
+                if isinstance(done[t], ir.Assign) and _key(done[t], types) == k:
+                    at = t + 1
+                    break
+                if not isinstance(done[t], ir.Assign) or done[t].target.name in reads:
+                    break
+        if at is None or at == len(done):
+            done.append(s)
+        else:
+            done.insert(at, s)
+    return func if done == list(func.body) else dataclasses.replace(func, body=tuple(done))
+
+
+class _Group(_Kernel, SramKeep):
+    """The unit kernel of scan.py run for several scans of one geometry (`plans`, the leader first)."""
+
+    def __init__(self, plans: list[_Plan], types: dict, name: str):
+        super().__init__(plans[0], types, name)
+        self.plans, self.m = plans, 0
+        for i, p in enumerate(plans[1:], 1):
+            self.p = p
+            for x in walk(p.scan.arg):
+                if isinstance(x, ir.Ref):
+                    got = (self._kind(x), [i.name for i in x.index])
+                    if self.refs.setdefault(x.name, got) != got:
+                        raise GirError(f"'{x.name}' is read in two ways by the scans of one group", x.loc)
+        self.p = plans[0]
+        self.sram_setup()
+        self.active: set[str] = set(self.refs)   # the operands the tile being built loads
+        self.kept: set[str] = set()              # the operands phase 1 keeps in SRAM for phase 2
+
+    def alloc(self, name: str, dt: ir.DType, shape) -> str:
+        own = name in OWN or (name[0] == "e" and name[1:-1].isdigit())   # (its operand's temporaries: e1_, ...)
+        return super().alloc(f"s{self.m}_{name}" if own else name, dt, shape)
+
+    def raw(self) -> str | None:
+        return None   # (a raw 16-bit tile transposed as it is would be one member's; every member widens it)
+
+    def member(self, i: int) -> None:
+        self.m, self.p = i, self.plans[i]
+
+    def refs_of(self, members) -> set[str]:
+        return {x.name for i in members for x in walk(self.plans[i].scan.arg) if isinstance(x, ir.Ref)}
+
+    def loads(self, s0, ns: int, l0, nl: int, stage: str, widen: bool = True) -> list:
+        """scan.py's loads of the active operands; a tile SRAM keeps goes through it (scan_sram.py)."""
+        every = self.refs
+        self.refs = {n: v for n, v in every.items() if n in self.active or stage == "unit"}
+        try:
+            steps = super().loads(s0, ns, l0, nl, stage, widen)
+        finally:
+            self.refs = every
+        if self.sram is None or stage != "tile":
+            return steps
+        nr, nc = (ns, nl) if self.p.layout == "cols" else (nl, ns)
+        rows, cols = self.shape_of(FULL)
+        out: list = []
+        for x in steps:
+            if isinstance(x, ir.Move) and x.kind == "load" and x.src.name in self.kept:
+                ks = self.kept_sram(x.src.name, self.types[x.src.name].dtype, rows, cols, nr, nc)
+                out += self.through_sram(x.dst, ks, [x])
+            else:
+                out.append(x)
+        return out
+
+    def tile_all(self, s0, ns: int, l0, nl: int, members: list[int]) -> list:
+        """One tile for `members`: the loads, every member's operand and scan, then every store (the order the
+        software pipeline takes)."""
+        nr, nc = (ns, nl) if self.p.layout == "cols" else (nl, ns)
+        steps = self.loads(s0, ns, l0, nl, "tile")
+        landed = {f"{n}_t" for n in self.refs}
+        computes, stores = [], []
+        for pos, i in enumerate(members):
+            self.member(i)
+            self.count = 0   # (every tile of a member computes its operand in the same temporaries)
+            ev = self.expr(self.p.scan.arg, computes, nr, nc)
+            if not (isinstance(ev, ir.Ref) and self._tile_kind(ev) == FULL) or \
+                    (ev.name in landed and pos < len(members) - 1):   # (a scan may overwrite its operand's tile)
+                t = self.region(self.alloc("ev_", self.p.cdt, self.shape_of(FULL)), FULL, nr, nc)
+                computes.append(ir.Assign(t, ev))
+                ev = t
+            for x in self.finish(ev, s0, ns, l0, nl):
+                (stores if isinstance(x, ir.Move) and x.kind == "store" else computes).append(x)
+        self.member(0)
+        return steps + computes + stores
+
+    def walk(self, l0, nl: int) -> list:
+        """One unit: the carries, then one walk of its tiles per direction (module docstring)."""
+        p = self.p
+        full, tail, R = p.S // p.R, p.S % p.R, p.R
+        body = self.tile(B.c(0), R, l0, nl, "unit")
+        for i, q in enumerate(self.plans):
+            self.member(i)
+            ident = identity(q.scan.op, q.cdt in (ir.DType.f32, ir.DType.f16, ir.DType.bf16),
+                             None if q.cdt != ir.DType.i32 else "int32")
+            body.append(ir.Assign(B.ref(self.alloc("acc_", q.cdt, (max(2, q.W),)), B.sl(0, nl)), B.c(ident)))
+        self.member(0)
+        fwd = [i for i, q in enumerate(self.plans) if not q.scan.reverse]
+        rev = [i for i, q in enumerate(self.plans) if q.scan.reverse]
+        k = B.v("k_")
+        if not fwd or not rev:   # one walk, in the members' direction (scan.py's)
+            s0, ts0 = (ir.BinOp("-", B.c(p.S - R), B.mul(k, R)), B.c(0)) if rev else (B.mul(k, R), B.c(p.S - tail))
+            self.active = set(self.refs)
+            if full:
+                body.append(ir.For("k_", B.c(0), B.c(full), tuple(self.tile_all(s0, R, l0, nl, fwd or rev))))
+            if tail:
+                body += self.tile_all(ts0, tail, l0, nl, fwd or rev)
+            return body
+        # phase 1 forward over tiles 0..full-1 and the tail; the first `skeep` (the tail counted last) go to SRAM
+        kf = min(self.skeep, full)
+        fwd_refs, rev_refs = self.refs_of(fwd), self.refs_of(rev)
+
+        def phase(members, refs, n, start, mode=None, slot=None):
+            self.active = refs
+            if not n:
+                return []
+            at = lambda: self.tile_all(start(k), R, l0, nl, members)   # noqa: E731
+            return [ir.For("k_", B.c(0), B.c(n), tuple(self.in_sram(mode, slot(k), at) if mode else at()))]
+
+        body += phase(fwd, fwd_refs | self.kept, kf, lambda k: B.mul(k, R), "to", lambda k: k)
+        body += phase(fwd, fwd_refs, full - kf, lambda k: B.mul(B.add(k, kf), R))
+        if tail:
+            self.active = fwd_refs | (self.kept if self.skeep > full else set())
+            at = lambda: self.tile_all(B.c(full * R), tail, l0, nl, fwd)   # noqa: E731
+            body += self.in_sram("to", B.c(full), at) if self.skeep > full else at()
+            # phase 2 back: the tail, the tiles SRAM does not keep, then those it keeps
+            self.active = rev_refs
+            at = lambda: self.tile_all(B.c(full * R), tail, l0, nl, rev)   # noqa: E731
+            body += self.in_sram("from", B.c(full), at) if self.skeep > full else at()
+        body += phase(rev, rev_refs, full - kf, lambda k: B.mul(ir.BinOp("-", B.c(full - 1), k), R))
+        body += phase(rev, rev_refs, kf, lambda k: B.mul(ir.BinOp("-", B.c(kf - 1), k), R), "from",
+                      lambda k: ir.BinOp("-", B.c(kf - 1), k))
+        return body
+
+    def kernel(self) -> ir.Kernel:
+        p = self.p
+        radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)]
+        wl = p.nlanes - (p.chunks - 1) * p.W
+        l0 = B.mul(B.v("c_"), p.W)
+        if p.chunks == 1 or wl == p.W:
+            body = self.walk(l0, min(p.W, p.nlanes))
+        else:
+            body = [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(self.walk(l0, wl)),
+                          tuple(self.walk(l0, p.W)))]
+        loop = ir.For("it_", B.c(0), unit_trips(p.units, p.tasks, self.task()),
+                      tuple(decode_units(radix, p.units, p.tasks, body, self.task())))
+        par = self.scope(tuple(self.allocs.values()), (loop,))
+        return ir.Kernel(self.name, (par,), (("task_dim", str(p.tasks)),))
+
+    def kept_bytes(self) -> int:
+        """SRAM one kept tile takes: every kept operand's landed tile."""
+        rows, cols = self.shape_of(FULL)
+        return sum(rows * cols * L.device_nbytes(self.types[n].dtype) for n in self.kept)
+
+
+def _plans(stmts: list[ir.Assign], types: dict, tasks: int) -> list[_Plan]:
+    """The members' plans, every statement's variables renamed to the leader's."""
+    lead = [i.name for i in stmts[0].target.index]
+    key = _key(stmts[0], types)
+    plans = []
+    for s in stmts:
+        if _key(s, types) != key:
+            raise GirError("the scans of a group have one shape and axis", s.loc)
+        ren = {i.name: ir.Var(v) for i, v in zip(s.target.index, lead)}
+        s = dataclasses.replace(s, target=substitute_vars(s.target, ren), value=substitute_vars(s.value, ren))
+        plans.append(_Plan(s, types, tasks))
+    if len({p.cdt for p in plans}) > 1:
+        raise GirError("the scans of a group compute in one type", stmts[1].loc)
+    return plans
+
+
+def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Group | None:
+    """The group's kernel builder with lane chunks of at most `most` and the largest tiles that fit NRAM (scan.py's
+    sizing), SRAM keeping the tiles the reverse members need when the directions differ; None when it does not
+    fit or (directions differing) SRAM keeps no tile."""
+    per_elem = 16
+    for step in range(24):
+        plans[0].choose(per_elem, most)
+        for q in plans[1:]:
+            for a in ("W", "chunks", "dense", "units", "R"):
+                setattr(q, a, getattr(plans[0], a))
+        k = _Group(plans, types, name)
+        k.kernel()
+        used = k.nram_bytes()
+        if used <= NRAM_BUDGET or plans[0].R <= (1 if plans[0].layout == "cols" else L.PITCH):
+            break
+        per_elem = per_elem * used // NRAM_BUDGET + 1
+    if used > NRAM_BUDGET:
+        return None
+    p = plans[0]
+    if len({q.scan.reverse for q in plans}) > 1:
+        kept = {n for n in k.refs_of([i for i, q in enumerate(plans) if q.scan.reverse]) if k.refs[n][0] == FULL}
+        k = _Group(plans, types, name)
+        k.kept = kept
+        k.skeep = k.sram_tiles(SRAM_BUDGET, k.kept_bytes(), p.S // p.R + (p.S % p.R > 0)) if kept else 0
+        if not k.skeep:
+            return None
+    k.kern = _dense(k.kernel(), p)
+    return k
+
+
+def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: bool = True) -> list | None:
+    """The kernel of a function `spec` (sizes specialised) whose statements are two or more scans of one shape and
+    axis (module docstring), or None when they do not form a group. Directions differing, narrower lane chunks
+    are tried as well (a unit SRAM keeps whole reads GDRAM once): the cost model picks."""
+    from gir.passes.schedule_mlu.cost import estimate
+    stmts = [s.stmt for s in info.stmts]
+    if len(stmts) < 2 or not all(is_scan(s.value) for s in stmts):
+        return None
+    made = {s.target.name for s in stmts}
+    if any(isinstance(x, ir.Ref) and x.name in made for s in stmts for x in walk(s.value)):
+        return None   # (a scan of another member's result: that result is stored, not read, by the kernel)
+    types = dict(info.types)
+    name = f"{spec.name}_mlu"
+    try:
+        plans = _plans(stmts, types, tasks)
+        for q in plans:
+            q.allow_sram = allow_sram
+        mixed = len({q.scan.reverse for q in plans}) > 1
+        best, most = None, None
+        for _ in range(6 if mixed else 1):
+            k = _build(plans, types, name, most)
+            if k is not None:
+                t = estimate(dataclasses.replace(spec, body=(k.kern,))).seconds
+                if best is None or t < best[0]:
+                    best = (t, k, {a: getattr(plans[0], a) for a in ("W", "chunks", "dense", "units", "R")})
+            w = plans[0].W
+            if w <= 32 or plans[0].nlanes <= 32:
+                break
+            most = w // 2
+    except GirError:
+        return None
+    if best is None:
+        return None
+    _, k, geometry = best
+    p = plans[0]
+    for q in plans:
+        for a, v in geometry.items():
+            setattr(q, a, v)
+    if remarks is not None:
+        from gir.passes.remarks import Remark
+        names = ", ".join(f"'{q.out.name}'" for q in plans)
+        msg = f"the scans {names} run as one kernel: the operands of each tile are read once"
+        again = max(0, p.S - k.skeep * p.R) if mixed else 0
+        if mixed:
+            msg += "; the reverse scans walk back over tiles kept in SRAM" + (
+                f" ({again} of each unit's {p.S} positions are read again: SRAM keeps {k.skeep} tiles of {p.R})"
+                if again else "")
+        remarks.append(Remark("schedule-mlu", "missed" if again else "passed", msg, stmts[0].loc))
+    return [k.kern]
