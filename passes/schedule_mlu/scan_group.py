@@ -278,10 +278,13 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         best, most = None, None
         for _ in range(6 if mixed else 1):
             k = _build(plans, types, name, most)
-            if k is not None:
-                t = estimate(dataclasses.replace(spec, body=(k.kern,))).seconds
-                if best is None or t < best[0]:
-                    best = (t, k, {a: getattr(plans[0], a) for a in ("W", "chunks", "dense", "units", "R")})
+            if k is not None:   # (one direction: one width, nothing to compare)
+                t = estimate(dataclasses.replace(spec, body=(k.kern,))).seconds if mixed else 0.0
+                if best is not None and t >= best[0]:
+                    break   # (narrower chunks: more units, no fewer bytes)
+                best = (t, k, {a: getattr(plans[0], a) for a in ("W", "chunks", "dense", "units", "R")})
+                if k.skeep * plans[0].R >= plans[0].S:
+                    break   # every tile kept: narrower chunks cannot move fewer bytes
             w = plans[0].W
             if w <= 32 or plans[0].nlanes <= 32:
                 break
