@@ -1,10 +1,10 @@
 """Scans that share their operands, fused into one MLU kernel (a scan group).
 
-Two or more scan statements over the same shape along the same axis (`c[i, j] = cumsum(x[i, j] * w[j], j)` and
-`p[i, j] = cumprod(1.0 + 0.01 * x[i, j], j, reverse=1)`) walk the same tiles: run as separate kernels (scan.py)
-each reads x from GDRAM. A group runs them in one unit kernel of scan.py's geometry (work units of lanes, tiles
-along the scan axis): every tile's operands are loaded once and each member computes its own operand and scan
-from them, with its own carry, and stores its result.
+Two or more scan statements over the same shape along the same axis, computing in the same type
+(`c[i, j] = cumsum(x[i, j] * w[j], j)` and `p[i, j] = cumprod(1.0 + 0.01 * x[i, j], j, reverse=1)`), walk the
+same tiles: run as separate kernels (scan.py) each reads x from GDRAM. A group runs them in one unit kernel of
+scan.py's geometry (work units of lanes, tiles along the scan axis): every tile's operands are loaded once and each
+member computes its own operand and scan from them, with its own carry, and stores its result.
 
 Members walking the same way share one walk. When the directions differ the unit walks its tiles twice: forward
 for the forward members (phase 1), then back for the reverse ones (phase 2). Phase 1 copies each tile of the
@@ -27,7 +27,7 @@ from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import FULL, NRAM_BUDGET, _dense, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan import COL, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
@@ -37,14 +37,19 @@ OWN = ("acc_", "ev_", "et_", "ot_", "oh_", "o_h", "ov_", "o_", "hs_")   # each m
 
 
 def _key(stmt: ir.Assign, types: dict):
-    """What members of one group share: the result's shape and the scan axis' position (None: not a scan)."""
+    """What members of one group share: the result's shape, the scan axis' position and the type the scan computes
+    in (None: not a scan the MLU scan kernel takes)."""
     p = scan_of(stmt.value)
     if p is None or any(not isinstance(i, ir.Var) for i in stmt.target.index):
         return None
     names = [i.name for i in stmt.target.index]
     if p.axis not in names:
         return None
-    return tuple(types[stmt.target.name].shape), names.index(p.axis)
+    try:
+        cdt = _Plan(stmt, types, 32).cdt
+    except GirError:
+        return None
+    return tuple(types[stmt.target.name].shape), names.index(p.axis), cdt
 
 
 def order_scans(func: ir.Func, types: dict) -> ir.Func:
@@ -73,6 +78,7 @@ class _Group(_Kernel, SramKeep):
     """The unit kernel of scan.py run for several scans of one geometry (`plans`, the leader first)."""
 
     def __init__(self, plans: list[_Plan], types: dict, name: str):
+        self.landing = False
         super().__init__(plans[0], types, name)
         self.plans, self.m = plans, 0
         for i, p in enumerate(plans[1:], 1):
@@ -88,7 +94,7 @@ class _Group(_Kernel, SramKeep):
         self.kept: set[str] = set()              # the operands phase 1 keeps in SRAM for phase 2
 
     def alloc(self, name: str, dt: ir.DType, shape) -> str:
-        own = name in OWN or (name[0] == "e" and name[1:-1].isdigit())   # (its operand's temporaries: e1_, ...)
+        own = not self.landing and (name in OWN or (name[0] == "e" and name[1:-1].isdigit()))   # (and e1_, ...)
         return super().alloc(f"s{self.m}_{name}" if own else name, dt, shape)
 
     def raw(self) -> str | None:
@@ -104,14 +110,15 @@ class _Group(_Kernel, SramKeep):
         """scan.py's loads of the active operands; a tile SRAM keeps goes through it (scan_sram.py)."""
         every = self.refs
         self.refs = {n: v for n, v in every.items() if n in self.active or stage == "unit"}
+        self.landing = True   # (a tensor's landing tiles are shared: `o_h` of a tensor o is not member 0's `o_h`)
         try:
             steps = super().loads(s0, ns, l0, nl, stage, widen)
         finally:
-            self.refs = every
+            self.refs, self.landing = every, False
         if self.sram is None or stage != "tile":
             return steps
         nr, nc = (ns, nl) if self.p.layout == "cols" else (nl, ns)
-        rows, cols = self.shape_of(FULL)
+        rows, cols = self.kept_shape()
         out: list = []
         for x in steps:
             if isinstance(x, ir.Move) and x.kind == "load" and x.src.name in self.kept:
@@ -205,10 +212,26 @@ class _Group(_Kernel, SramKeep):
         par = self.scope(tuple(self.allocs.values()), (loop,))
         return ir.Kernel(self.name, (par,), (("task_dim", str(p.tasks)),))
 
-    def kept_bytes(self) -> int:
-        """SRAM one kept tile takes: every kept operand's landed tile."""
+    def kept_shape(self) -> tuple[int, int]:
+        """One kept tile in SRAM: a landed tile's shape, its lanes cut to those the scan has (a rows-layout lane
+        block of 64 over fewer lanes keeps only theirs)."""
         rows, cols = self.shape_of(FULL)
-        return sum(rows * cols * L.device_nbytes(self.types[n].dtype) for n in self.kept)
+        return (min(rows, self.p.nlanes), cols) if self.p.layout == "rows" else (rows, cols)
+
+    def sram_bytes(self, tiles: int) -> int:
+        """SRAM of a cluster the kept operands take with `tiles` tiles per core, as allocated (rows padded to the
+        tile pitch unless the kernel is `layout=dense`: scan_cols_long.py's rule)."""
+        rows, cols = self.kept_shape()
+        shape = (self.cpc * tiles * rows, cols)
+        elems = L.round_up(shape[0] * shape[1], L.PITCH) if self.p.dense else L.phys_elems(shape)
+        return sum(elems * L.device_nbytes(self.types[n].dtype) for n in self.kept)
+
+    def fit_sram(self, budget: int, tiles: int) -> None:
+        """`skeep`: the most tiles (at most `tiles`) whose kept operands fit `budget` bytes of SRAM (none when the
+        schedule may not use SRAM)."""
+        self.skeep = self.sram_tiles(budget, max(1, self.sram_bytes(1) // self.cpc), tiles)
+        while self.skeep and self.sram_bytes(self.skeep) > budget:
+            self.skeep -= 1
 
 
 def _plans(stmts: list[ir.Assign], types: dict, tasks: int) -> list[_Plan]:
@@ -218,12 +241,10 @@ def _plans(stmts: list[ir.Assign], types: dict, tasks: int) -> list[_Plan]:
     plans = []
     for s in stmts:
         if _key(s, types) != key:
-            raise GirError("the scans of a group have one shape and axis", s.loc)
+            raise GirError("the scans of a group have one shape, axis and compute type", s.loc)
         ren = {i.name: ir.Var(v) for i, v in zip(s.target.index, lead)}
         s = dataclasses.replace(s, target=substitute_vars(s.target, ren), value=substitute_vars(s.value, ren))
         plans.append(_Plan(s, types, tasks))
-    if len({p.cdt for p in plans}) > 1:
-        raise GirError("the scans of a group compute in one type", stmts[1].loc)
     return plans
 
 
@@ -250,7 +271,8 @@ def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Gro
         kept = {n for n in k.refs_of([i for i, q in enumerate(plans) if q.scan.reverse]) if k.refs[n][0] == FULL}
         k = _Group(plans, types, name)
         k.kept = kept
-        k.skeep = k.sram_tiles(SRAM_BUDGET, k.kept_bytes(), p.S // p.R + (p.S % p.R > 0)) if kept else 0
+        if kept:
+            k.fit_sram(SRAM_BUDGET, p.S // p.R + (p.S % p.R > 0))
         if not k.skeep:
             return None
     k.kern = _dense(k.kernel(), p)
@@ -286,8 +308,8 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
                 if k.skeep * plans[0].R >= plans[0].S:
                     break   # every tile kept: narrower chunks cannot move fewer bytes
             w = plans[0].W
-            if w <= 32 or plans[0].nlanes <= 32:
-                break
+            if w <= 32 or plans[0].nlanes <= 32 or (most is not None and w > most):
+                break   # (no narrower chunk: 16-bit lane chunks are 64 lanes at least)
             most = w // 2
     except GirError:
         return None
@@ -301,11 +323,15 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
     if remarks is not None:
         from gir.passes.remarks import Remark
         names = ", ".join(f"'{q.out.name}'" for q in plans)
-        msg = f"the scans {names} run as one kernel: the operands of each tile are read once"
+        msg = f"the scans {names} run as one kernel: each tile is loaded once for all of them"
         again = max(0, p.S - k.skeep * p.R) if mixed else 0
         if mixed:
+            per_pos = ROW if p.layout == "cols" else COL   # (per-tile operands other than whole tiles)
+            small = sorted(n for n in k.refs_of([i for i, q in enumerate(plans) if q.scan.reverse])
+                           if k.refs[n][0] == per_pos)
             msg += "; the reverse scans walk back over tiles kept in SRAM" + (
                 f" ({again} of each unit's {p.S} positions are read again: SRAM keeps {k.skeep} tiles of {p.R})"
-                if again else "")
+                if again else "") + (f"; {', '.join(repr(n) for n in small)} (one value per scan position) "
+                                     "loaded again on the way back" if small else "")
         remarks.append(Remark("schedule-mlu", "missed" if again else "passed", msg, stmts[0].loc))
     return [k.kern]
