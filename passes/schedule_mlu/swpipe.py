@@ -155,8 +155,11 @@ def pipelinable(s: ir.For, through: bool, levels: dict) -> bool:
     """Loads (and on-chip copies of tiles just loaded), then computes, then stores; at least one move; the loop
     runs 0..T by 1."""
     phase, loaded, moved = 0, set(), False
-    for x in unwrap(s, through)[1]:
-        if isinstance(x, ir.Move) and (x.kind == "load" or _sram_load(x, levels)):
+    body = unwrap(s, through)[1]
+    written = {x.dst.name for x in _flat(body) if isinstance(x, ir.Move)} | \
+        {x.target.name for x in _flat(body) if isinstance(x, ir.Assign)}
+    for x in body:
+        if isinstance(x, ir.Move) and (x.kind == "load" or _sram_load(x, levels) or _unit_copy(x, levels, written)):
             p, moved = 0, True
             loaded.add(x.dst.name)
         elif _load_copy(x, loaded, levels):
@@ -317,6 +320,13 @@ def _sram_load(x, levels: dict) -> bool:
     phase), pipelined as a load from GDRAM is."""
     return isinstance(x, ir.Move) and x.kind == "copy" and levels.get(x.src.name) == ir.Level.sram and \
         levels.get(x.dst.name) == ir.Level.nram
+
+
+def _unit_copy(x, levels: dict, written: set) -> bool:
+    """A copy into an @nram tile from an @nram buffer the loop never writes (a unit's per-row operand loaded once
+    before the loop, each tile's rows copied on chip: passes/schedule_mlu/tiles_stream.py): a load of the loop."""
+    return isinstance(x, ir.Move) and x.kind == "copy" and levels.get(x.src.name) == ir.Level.nram and \
+        levels.get(x.dst.name) == ir.Level.nram and x.src.name not in written
 
 
 def _compute_loop(x) -> bool:
