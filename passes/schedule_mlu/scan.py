@@ -354,18 +354,17 @@ class _Kernel:
             body += self.tile(ts0, tail, l0, nl, "tile")
         return body
 
-    def kernel(self) -> ir.Kernel:
-        p = self.p
-        radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)]
-        wl = p.nlanes - (p.chunks - 1) * p.W
-        l0 = B.mul(B.v("c_"), p.W)
+    def unit_body(self, walk) -> tuple[list, list]:   # (the units' radix, one unit's body: walk(l0, lanes))
+        p, l0 = self.p, B.mul(B.v("c_"), self.p.W)
+        radix, wl = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)], p.nlanes - (p.chunks - 1) * p.W
         if p.chunks == 1 or wl == p.W:
-            body = self.lanes(l0, min(p.W, p.nlanes))
-        else:
-            body = [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(self.lanes(l0, wl)),
-                          tuple(self.lanes(l0, p.W)))]
-        return _unit_kernel(self.name, p.units, p.tasks, list(self.allocs.values()),
-                            decode_units(radix, p.units, p.tasks, body))
+            return radix, walk(l0, min(p.W, p.nlanes))
+        return radix, [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(walk(l0, wl)), tuple(walk(l0, p.W)))]
+
+    def kernel(self) -> ir.Kernel:
+        radix, body = self.unit_body(self.lanes)
+        return _unit_kernel(self.name, self.p.units, self.p.tasks, list(self.allocs.values()),
+                            decode_units(radix, self.p.units, self.p.tasks, body))
 
     def nram_bytes(self) -> int:
         """NRAM of the allocs, loaded and stored tiles counted twice (pipeline slots)."""
@@ -403,8 +402,8 @@ def _divisor_tile(S: int, R: int, step: int) -> int:
 
 
 def _has_float(e, types) -> bool:
-    return any(isinstance(x, ir.Ref) and types[x.name].dtype.is_float for x in walk(e)) or \
-        any(isinstance(x, ir.Const) and isinstance(x.value, float) for x in walk(e))
+    return any((isinstance(x, ir.Ref) and types[x.name].dtype.is_float) or
+               (isinstance(x, ir.Const) and isinstance(x.value, float)) for x in walk(e))
 
 
 def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: bool = True) -> list:

@@ -199,14 +199,7 @@ class _Group(_Kernel, SramKeep):
 
     def kernel(self) -> ir.Kernel:
         p = self.p
-        radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)]
-        wl = p.nlanes - (p.chunks - 1) * p.W
-        l0 = B.mul(B.v("c_"), p.W)
-        if p.chunks == 1 or wl == p.W:
-            body = self.walk(l0, min(p.W, p.nlanes))
-        else:
-            body = [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(self.walk(l0, wl)),
-                          tuple(self.walk(l0, p.W)))]
+        radix, body = self.unit_body(self.walk)
         loop = ir.For("it_", B.c(0), unit_trips(p.units, p.tasks, self.task()),
                       tuple(decode_units(radix, p.units, p.tasks, body, self.task())))
         par = self.scope(tuple(self.allocs.values()), (loop,))
