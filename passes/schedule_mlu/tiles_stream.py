@@ -45,11 +45,11 @@ def stream_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
         kb.bufs.new(f"{n}_p", accs[n].dst.kind)
     kb.bufs.assign(tile_ops, pinned=persistent, keep={n for n in t.outputs if sc[n] == "tile"},
                    loaded={kb.bufs.of[n] for n in tile_ins})
-    # per-row inputs (along T only) whose unit range is small: loaded once per unit into `<x>_u`, each tile copies
-    # its rows on chip (an NRAM move of 30 cycles instead of a GDRAM load of 500: layernorm_bwd's mu and rstd)
     ntiles = -(-nt // R)
     full, tail = nt // R, nt % R
     tp = -(-ntiles // P)
+    # per-row inputs (along T only) whose unit range is small: loaded once per unit into `<x>_u`, each tile copies
+    # its rows on chip (an NRAM move of 30 cycles instead of a GDRAM load of 500: layernorm_bwd's mu and rstd)
     span = min(nt, tp * R)   # rows of T one unit walks (its part)
     whole = [n for n in tile_ins if t.inputs[n] == ROW and t.dtype(n) == F32 and span <= UNIT_ROWS]
     for n in whole:
