@@ -70,6 +70,7 @@ def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
     preslotted: set[str] = set()   # tiles a kernel already allocates `with slots=k`: never slotted again
     slots: dict[str, int] = {}
     chosen: set[int] = set()       # id() of the loops to pipeline
+    fenced: set[int] = set()       # ... whose first loads copy an NRAM buffer computes may still be writing
 
     def collect(stmts, after: list):
         for i, s in enumerate(stmts):
@@ -81,6 +82,8 @@ def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
             elif isinstance(s, ir.For):
                 if pipelinable(s, through, levels) and safe(s, through, rest, preslotted):
                     chosen.add(id(s))
+                    if _unit_copies(s, through, levels):
+                        fenced.add(id(s))
                     for name, d in slot_depths(s, through).items():
                         slots[name] = max(slots.get(name, 1), d)
                 collect(s.body, list(s.body) + rest)
@@ -92,7 +95,7 @@ def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
     collect(k.body, [])
     if not chosen:
         return k
-    return dataclasses.replace(k, body=_Rewriter(slots, through, chosen).block(k.body))
+    return dataclasses.replace(k, body=_Rewriter(slots, through, chosen, fenced).block(k.body))
 
 
 def safe(s: ir.For, through: bool, rest: list, preslotted: set) -> bool:
@@ -152,8 +155,8 @@ def _flat(stmts) -> list:
 
 
 def pipelinable(s: ir.For, through: bool, levels: dict) -> bool:
-    """Loads (and on-chip copies of tiles just loaded), then computes, then stores; at least one move; the loop
-    runs 0..T by 1."""
+    """Loads (and on-chip copies of tiles just loaded, copies from SRAM, copies from an NRAM buffer the loop never
+    writes), then computes, then stores; at least one move; the loop runs 0..T by 1."""
     phase, loaded, moved = 0, set(), False
     body = unwrap(s, through)[1]
     written = {x.dst.name for x in _flat(body) if isinstance(x, ir.Move)} | \
@@ -208,8 +211,8 @@ def is_one_trip(f) -> bool:
 
 
 class _Rewriter:
-    def __init__(self, slots: dict[str, int], through: bool, chosen: set[int]):
-        self.slots, self.through, self.chosen = slots, through, chosen
+    def __init__(self, slots: dict[str, int], through: bool, chosen: set[int], fenced: set[int] = frozenset()):
+        self.slots, self.through, self.chosen, self.fenced = slots, through, chosen, fenced
 
     def block(self, stmts) -> tuple:
         out = []
@@ -296,7 +299,8 @@ class _Rewriter:
         last_it = plus(T, -1)
         last = ir.If(ir.BinOp("<", zero, T), moves(stores, last_it, lambda d: mod(last_it, d)), (), loc=loc)
         loop = dataclasses.replace(s, body=(sync,) + ((nxt,) if loads else ()) + ((prv,) if stores else ()) + compute)
-        return ([first] if loads else []) + [loop, sync] + ([last, sync] if stores else [])
+        fence = [sync] if id(s) in self.fenced else []   # (the first copies wait for the computes before the loop)
+        return fence + ([first] if loads else []) + [loop, sync] + ([last, sync] if stores else [])
 
 
 def _subst_ref(r: ir.Ref, env: dict) -> ir.Ref:
@@ -320,6 +324,15 @@ def _sram_load(x, levels: dict) -> bool:
     phase), pipelined as a load from GDRAM is."""
     return isinstance(x, ir.Move) and x.kind == "copy" and levels.get(x.src.name) == ir.Level.sram and \
         levels.get(x.dst.name) == ir.Level.nram
+
+
+def _unit_copies(s: ir.For, through: bool, levels: dict) -> bool:
+    """Whether loop `s` loads by `_unit_copy`: its first copy is issued async before the loop, so a compute that
+    wrote the buffer just before must be waited for (a `sync @core` ahead of it)."""
+    body = unwrap(s, through)[1]
+    written = {x.dst.name for x in _flat(body) if isinstance(x, ir.Move)} | \
+        {x.target.name for x in _flat(body) if isinstance(x, ir.Assign)}
+    return any(_unit_copy(x, levels, written) for x in body)
 
 
 def _unit_copy(x, levels: dict, written: set) -> bool:

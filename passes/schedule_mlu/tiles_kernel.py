@@ -133,6 +133,8 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     tried, fitting = 0, []
     for pl in cands:
         items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
+        if pl.mode == "stream" and footprint(t, items) > nram:   # (the per-row inputs' unit buffers crowd it out)
+            items = stream_kernel(t, pl, name, tasks, unit_inputs=False)
         tried += 1
         if footprint(t, items) <= nram:
             if rank is None:

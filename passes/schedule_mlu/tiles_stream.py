@@ -22,8 +22,10 @@ from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, KernelBuil
 UNIT_ROWS = 4096   # per-row inputs of a unit up to this many rows are loaded once per unit (16 KiB of NRAM each)
 
 
-def stream_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
-    """Items of the stream schedule: T walked in tiles of R rows per unit, row reductions accumulated."""
+def stream_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, unit_inputs: bool = True) -> list:
+    """Items of the stream schedule: T walked in tiles of R rows per unit, row reductions accumulated.
+    `unit_inputs`: per-row inputs loaded once per unit (below); False: per tile (tiles_kernel.build's retry when
+    their buffers keep the plan from fitting NRAM)."""
     kb = KernelBuilder(t, plan, name, tasks)
     sc = kb.scope
     cmoves, ccomps, core = _core_part(kb)
@@ -51,7 +53,7 @@ def stream_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     # per-row inputs (along T only) whose unit range is small: loaded once per unit into `<x>_u`, each tile copies
     # its rows on chip (an NRAM move of 30 cycles instead of a GDRAM load of 500: layernorm_bwd's mu and rstd)
     span = min(nt, tp * R)   # rows of T one unit walks (its part)
-    whole = [n for n in tile_ins if t.inputs[n] == ROW and t.dtype(n) == F32 and span <= UNIT_ROWS]
+    whole = [n for n in tile_ins if unit_inputs and t.inputs[n] == ROW and t.dtype(n) == F32 and span <= UNIT_ROWS]
     for n in whole:
         kb.bufs.allocs[f"{n}_u"] = B.alloc(f"{n}_u", F32, (span, 1), "nram")
     parts_out = P > 1
