@@ -27,13 +27,14 @@ from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import COL, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan import COL, FLOATS, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
 
 SRAM_BUDGET = MLU370.sram_bytes   # SRAM of a cluster the tiles kept between the phases may take
 OWN = ("acc_", "ev_", "et_", "ot_", "oh_", "o_h", "ov_", "o_", "hs_")   # each member's own NRAM tiles
+GEOMETRY = ("W", "chunks", "dense", "units", "R")   # what plan.choose decides: the leader's, every member's
 
 
 def _key(stmt: ir.Assign, types: dict):
@@ -103,6 +104,10 @@ class _Group(_Kernel, SramKeep):
     def member(self, i: int) -> None:
         self.m, self.p = i, self.plans[i]
 
+    def reverse(self) -> list[int]:
+        """The members walking the scan axis backwards."""
+        return [i for i, q in enumerate(self.plans) if q.scan.reverse]
+
     def refs_of(self, members) -> set[str]:
         return {x.name for i in members for x in walk(self.plans[i].scan.arg) if isinstance(x, ir.Ref)}
 
@@ -156,12 +161,11 @@ class _Group(_Kernel, SramKeep):
         body = self.tile(B.c(0), R, l0, nl, "unit")
         for i, q in enumerate(self.plans):
             self.member(i)
-            ident = identity(q.scan.op, q.cdt in (ir.DType.f32, ir.DType.f16, ir.DType.bf16),
-                             None if q.cdt != ir.DType.i32 else "int32")
+            ident = identity(q.scan.op, q.cdt in FLOATS, None if q.cdt in FLOATS else "int32")
             body.append(ir.Assign(B.ref(self.alloc("acc_", q.cdt, (max(2, q.W),)), B.sl(0, nl)), B.c(ident)))
         self.member(0)
-        fwd = [i for i, q in enumerate(self.plans) if not q.scan.reverse]
-        rev = [i for i, q in enumerate(self.plans) if q.scan.reverse]
+        rev = self.reverse()
+        fwd = [i for i in range(len(self.plans)) if i not in rev]
         k = B.v("k_")
         if not fwd or not rev:   # one walk, in the members' direction (scan.py's)
             s0, ts0 = (ir.BinOp("-", B.c(p.S - R), B.mul(k, R)), B.c(0)) if rev else (B.mul(k, R), B.c(p.S - tail))
@@ -241,6 +245,13 @@ def _plans(stmts: list[ir.Assign], types: dict, tasks: int) -> list[_Plan]:
     return plans
 
 
+def _share(plans: list[_Plan], geometry: dict) -> None:
+    """Every member takes the geometry (`GEOMETRY` attributes) plan.choose gave the leader."""
+    for q in plans:
+        for a, v in geometry.items():
+            setattr(q, a, v)
+
+
 def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Group | None:
     """The group's kernel builder with lane chunks of at most `most` and the largest tiles that fit NRAM (scan.py's
     sizing), SRAM keeping the tiles the reverse members need when the directions differ; None when it does not
@@ -248,9 +259,7 @@ def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Gro
     per_elem = 16
     for step in range(24):
         plans[0].choose(per_elem, most)
-        for q in plans[1:]:
-            for a in ("W", "chunks", "dense", "units", "R"):
-                setattr(q, a, getattr(plans[0], a))
+        _share(plans, {a: getattr(plans[0], a) for a in GEOMETRY})
         k = _Group(plans, types, name)
         k.kernel()
         used = k.nram_bytes()
@@ -261,7 +270,7 @@ def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Gro
         return None
     p = plans[0]
     if len({q.scan.reverse for q in plans}) > 1:
-        kept = {n for n in k.refs_of([i for i, q in enumerate(plans) if q.scan.reverse]) if k.refs[n][0] == FULL}
+        kept = {n for n in k.refs_of(k.reverse()) if k.refs[n][0] == FULL}
         k = _Group(plans, types, name)
         k.kept = kept
         if kept:
@@ -297,7 +306,7 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
                 t = estimate(dataclasses.replace(spec, body=(k.kern,))).seconds if mixed else 0.0
                 if best is not None and t >= best[0]:
                     break   # (narrower chunks: more units, no fewer bytes)
-                best = (t, k, {a: getattr(plans[0], a) for a in ("W", "chunks", "dense", "units", "R")})
+                best = (t, k, {a: getattr(plans[0], a) for a in GEOMETRY})
                 if k.skeep * plans[0].R >= plans[0].S:
                     break   # every tile kept: narrower chunks cannot move fewer bytes
             w = plans[0].W
@@ -310,9 +319,7 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         return None
     _, k, geometry = best
     p = plans[0]
-    for q in plans:
-        for a, v in geometry.items():
-            setattr(q, a, v)
+    _share(plans, geometry)
     if remarks is not None:
         from gir.passes.remarks import Remark
         names = ", ".join(f"'{q.out.name}'" for q in plans)
@@ -320,8 +327,7 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         again = max(0, p.S - k.skeep * p.R) if mixed else 0
         if mixed:
             per_pos = ROW if p.layout == "cols" else COL   # (per-tile operands other than whole tiles)
-            small = sorted(n for n in k.refs_of([i for i, q in enumerate(plans) if q.scan.reverse])
-                           if k.refs[n][0] == per_pos)
+            small = sorted(n for n in k.refs_of(k.reverse()) if k.refs[n][0] == per_pos)
             msg += "; the reverse scans walk back over tiles kept in SRAM" + (
                 f" ({again} of each unit's {p.S} positions are read again: SRAM keeps {k.skeep} tiles of {p.R})"
                 if again else "") + (f"; {', '.join(repr(n) for n in small)} (one value per scan position) "
