@@ -31,6 +31,7 @@ must see.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -97,8 +98,28 @@ def estimate(func: ir.Func, machine: MluMachine = MLU370, overlap: bool = True) 
     for item in func.body:
         if isinstance(item, ir.Alloc):
             types[item.name] = (item.type, item.level)
-    kernels = [_kernel(k, dict(types), machine, overlap) for k in func.body if isinstance(k, ir.Kernel)]
+    kernels = [_cached_kernel(k, types, machine, overlap) for k in func.body if isinstance(k, ir.Kernel)]
     return Estimate(sum(k.seconds for k in kernels), sum(k.gdram for k in kernels), kernels)
+
+
+_SEEN: dict = {}     # (kernel renamed '', the types of the tensors it names, machine, overlap) -> KernelCost
+_SEEN_MAX = 2048
+
+
+def _cached_kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCost:
+    """`_kernel`, memoised on the kernel's text and the types of what it names: the search estimates one kernel
+    several times (a segment's chosen schedule, the whole function against the IDFG's groups), under other names."""
+    names = {x.name for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, ir.Ref)}
+    key = (dataclasses.replace(k, name=""), tuple(sorted((n, types[n]) for n in names if n in types)), m, overlap)
+    try:
+        got = _SEEN.get(key)
+    except TypeError:   # (an unhashable attribute: not memoised)
+        return _kernel(k, dict(types), m, overlap)
+    if got is None:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        got = _SEEN[key] = _kernel(k, dict(types), m, overlap)
+    return dataclasses.replace(got, name=k.name)
 
 
 def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCost:
@@ -192,9 +213,28 @@ class _Walker:
         self.block(s.body, env, c)
 
     def stmt_Parallel(self, s, env, c) -> None:   # inner parallel levels: walked like loops
-        self.stmt_For(ir.For(s.var, s.lo, s.hi, s.body), env, c)
+        self._loop(ir.For(s.var, s.lo, s.hi, s.body), env, c)   # (not memoised: the For is a temporary)
 
     def stmt_For(self, s: ir.For, env, c) -> None:
+        """A loop, memoised like a leaf on the values of the outer index variables it mentions (the tile loops of
+        a unit kernel's tasks mostly differ only in the unit loop around them)."""
+        names = self._outer_vars(s)
+        key = ("for", id(s), tuple(env.get(v) for v in names), self.rate)
+        got = self.leaf_memo.get(key)
+        if got is None:
+            got = TaskCost()
+            self._loop(s, env, got)
+            self.leaf_memo[key] = got
+        c.add(got)
+
+    def _outer_vars(self, s: ir.For) -> tuple:
+        key = ("outer", id(s))
+        if key not in self.memo:
+            names = (self._vars(s) | free_vars(s.lo) | free_vars(s.hi)) - {s.var}
+            self.memo[key] = (s, tuple(sorted(names)))
+        return self.memo[key][1]
+
+    def _loop(self, s: ir.For, env, c) -> None:
         lo, hi = _int(s.lo, env), _int(s.hi, env)
         if lo is None or hi is None:
             return

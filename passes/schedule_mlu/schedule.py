@@ -95,7 +95,7 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
 
 
 def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,
-              split=True) -> ir.Func:
+              split=True, check=True) -> ir.Func:
     from gir.passes.schedule_mlu.scan import has_scan, scan_items
     full = specialize(func, sizes)
     # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
@@ -192,12 +192,15 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
                                      "schedule covers it" + (f" ({'; '.join(why_not)})" if len(info.stmts) == 1 and
                                                              why_not else ""), st.stmt.loc or func.loc)
             items.extend(_located(x, st.stmt.loc or func.loc) for x in kernel)
+    # (a split's segments are located by the function that takes them, and checked once chosen: segments.py)
+    here = (lambda x: _located(x, func.loc)) if check else (lambda x: x)
     if chosen is not None:   # the search's function: prepared kernels, tensors possibly viewed with merged axes
-        out = dataclasses.replace(chosen, body=tuple(_located(x, func.loc) for x in chosen.body))
+        out = dataclasses.replace(chosen, body=tuple(here(x) for x in chosen.body))
     else:
         items = prepare_kernels(items, nram)   # hoisted invariant broadcasts, select(c, 1, 0) as c != 0 (vecprep.py)
-        out = dataclasses.replace(full, body=tuple(_located(x, func.loc) for x in items))
-    verify_module(ir.Module((out,)))
+        out = dataclasses.replace(full, body=tuple(here(x) for x in items))
+    if check:
+        verify_module(ir.Module((out,)))
     return out
 
 
@@ -205,7 +208,8 @@ def _split(spec, types, sizes, allow_sram, tasks, max_rows, nram):
     """The cost model's split of `spec` into consecutive fused segments, or None (segments.py)."""
     # (the segments come from `spec`, already specialised and prepared by schedule_mlu: straight to _schedule)
     return split_segments(spec, types, lambda sub, r, c: _schedule(
-        sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False))
+        sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False, check=False),
+        lambda done: verify_module(ir.Module((done,))))
 
 
 def _take_split(sp, items: list, remarks, choices) -> None:

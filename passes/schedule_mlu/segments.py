@@ -61,10 +61,12 @@ def part_function(func: ir.Func, idx: list[int], types: dict, name: str) -> ir.F
                    tuple(assigns[i] for i in idx), loc=func.loc)
 
 
-def split(spec: ir.Func, types: dict, schedule) -> Split | None:
+def split(spec: ir.Func, types: dict, schedule, check=None) -> Split | None:
     """The cheapest split of `spec`'s statements into consecutive segments with at least one segment of two or
     more statements, or None (one statement, too many, or no such split schedules). `schedule(sub, remarks,
-    choices)` schedules one segment's function with `split=False`."""
+    choices)` schedules one segment's function with `split=False`; `check(done)` (the verifier) raises on a
+    scheduled segment that is not a candidate after all -- run on the chosen segments only (most of the
+    scheduled ones are not chosen), the split chosen again without a segment it refuses."""
     from gir.passes.schedule_mlu.cost import estimate
     n = sum(isinstance(s, ir.Assign) for s in spec.body)
     if n < 2 or n > MAX_STMTS:
@@ -89,17 +91,25 @@ def split(spec: ir.Func, types: dict, schedule) -> Split | None:
                 NO_VIEWS.discard(sub.name)
         return memo[a, b]
 
-    best: list = [(0.0, [])] + [None] * n
-    for k in range(1, n + 1):
-        for j in range(k):
-            s = seg(j, k)
-            if s is None or best[j] is None:
-                continue
-            cost = best[j][0] + s[0]
-            if best[k] is None or cost < best[k][0]:
-                best[k] = (cost, best[j][1] + [(j, k)])
-    if best[n] is None or all(b - a == 1 for a, b in best[n][1]):
-        return None
+    checked: set = set()
+    while True:
+        best: list = [(0.0, [])] + [None] * n
+        for k in range(1, n + 1):
+            for j in range(k):
+                s = seg(j, k)
+                if s is None or best[j] is None:
+                    continue
+                cost = best[j][0] + s[0]
+                if best[k] is None or cost < best[k][0]:
+                    best[k] = (cost, best[j][1] + [(j, k)])
+        if best[n] is None or all(b - a == 1 for a, b in best[n][1]):
+            return None
+        refused = [(a, b) for a, b in best[n][1] if (a, b) not in checked and not _checks(check, memo[a, b][1])]
+        if not refused:
+            break
+        for a, b in refused:
+            memo[a, b] = None
+        checked.update(best[n][1])
     assigns = [s for s in spec.body if isinstance(s, ir.Assign)]
     remarks: list = []
     choices: list = []
@@ -109,6 +119,16 @@ def split(spec: ir.Func, types: dict, schedule) -> Split | None:
     items = compose(spec, [memo[a, b][1] for a, b in best[n][1] if memo[a, b][1] is not None])
     segments = [[assigns[i].target.name for i in range(a, b)] for a, b in best[n][1]]
     return Split(segments, items, best[n][0], remarks, choices)
+
+
+def _checks(check, done: ir.Func | None) -> bool:
+    if check is None or done is None:
+        return True
+    try:
+        check(done)
+        return True
+    except (GirError, ValueError, KeyError, AssertionError, TypeError, IndexError):
+        return False
 
 
 def compose(func: ir.Func, parts: list[ir.Func]) -> list:
