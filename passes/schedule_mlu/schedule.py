@@ -74,7 +74,7 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
 
     refuse_empty_tensors(func, "compiling", sizes)   # (gir run and gir.compile specialise empty bindings first)
     refuse_f64(func, "mlu-sim")
-    func = hoist_reductions(func)   # nested invariant reductions once (the pipeline's first pass, for direct calls)
+    func = hoist_reductions(func)   # nested invariant reductions once (a pass of the pipeline, for direct calls)
     func = lower_arg_reductions(func)   # argmax/argmin, boolean max/min: reductions the MLU path runs
     func = clamp_func(func)   # guarded reads of a select stay inside their tensor (both branches are computed)
     from gir.passes.schedule_mlu.boolarith import boolean_arith

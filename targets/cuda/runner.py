@@ -103,7 +103,9 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     from gir.codegen import emit_func
     from gir.evaluate import bind_sizes, shape_of
     from gir.targets.cuda import arrays as dev_arrays
+    from gir.views import enter, to_outer
 
+    inputs, sizes = enter(func, inputs, sizes)   # reshape views: declared-shape arrays seen in the view's shape
     sizes = bind_sizes(func, inputs, sizes)
     kernels = emit_func(func, "cuda", sizes, options)
     arrays = {p.name: dev_arrays.to_device(inputs[p.name], p.type.dtype.numpy) for p in func.params}
@@ -129,7 +131,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
             per_kernel[name] = cp.cuda.get_elapsed_time(start, stop) / 1e3 / repeat
         seconds = sum(per_kernel.values())
     outputs = {p.name: dev_arrays.to_host(arrays[p.name], p.type.dtype.numpy) for p in func.results}
-    return RunResult(outputs, seconds, per_kernel, {ks.name: ks.source for ks in kernels})
+    return RunResult(to_outer(func, outputs, sizes), seconds, per_kernel, {ks.name: ks.source for ks in kernels})
 
 
 __all__ = ["available", "run_func", "RunResult", "launch_args", "launch_device", "prepare_launches",

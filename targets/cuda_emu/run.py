@@ -174,7 +174,9 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     from gir.codegen import combined_source, emit_func
     from gir.codegen.launch import eval_size_expr
     from gir.evaluate import bind_sizes, shape_of
+    from gir.views import enter, to_outer
 
+    inputs, sizes = enter(func, inputs, sizes)   # reshape views: declared-shape arrays seen in the view's shape
     sizes = bind_sizes(func, inputs, sizes)
     kernels = emit_func(func, "cuda", sizes, options)
     lib = compile_source(combined_source(kernels), [ks.name for ks in kernels])
@@ -208,7 +210,7 @@ def run_func(func: ir.Func, inputs: dict[str, np.ndarray], sizes: dict[str, int]
             raise GirError(f"emulated kernels of '{func.name}' modified input '{name}'")
     outputs = {p.name: bufs[p.name].array.copy() for p in func.results}
     unwritten = {p.name: bufs[p.name].unwritten() for p in func.results}
-    return EmuResult(outputs, unwritten, {ks.name: ks.source for ks in kernels}, launches)
+    return EmuResult(to_outer(func, outputs, sizes), unwritten, {ks.name: ks.source for ks in kernels}, launches)
 
 
 __all__ = ["available", "run_func", "EmuResult", "compile_source", "launcher_source", "DeviceBuffer", "POISON", "launch"]
