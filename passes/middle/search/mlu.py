@@ -80,8 +80,29 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
                            f"{len(f.groups)} fused groups ({len(out.kernels)} kernel(s) instead of {whole_kernels} "
                            "for the function as a whole)", f.func.loc)
         ctx.remarks.extend(remarks)
+        _idle_cores(ctx, f, out)
         for line in choices:   # the search over the MLU recipes (passes/schedule_mlu/recipes.py)
             ctx.remark("schedule", "analysis", f"function '{f.name}': {line}", f.func.loc)
         ctx.bump("schedule.kernels", len(out.kernels))
         funcs.append(out)
     return ir.Module(tuple(funcs), loc=graph.loc)
+
+
+IDLE_SHARE, IDLE_MIN_SECONDS = 4, 50e-6   # a kernel on under a quarter of the cores, estimated above 50 us
+
+
+def _idle_cores(ctx: PassContext, f, out: ir.Func) -> None:
+    """A missed remark for every kernel that the cost model sees keeping most MLU cores idle while it takes long
+    enough to matter (one long row, a reduction over the whole tensor): the schedule found too few parallel units
+    of work, and says so rather than leaving a 20-30x slower kernel unexplained."""
+    from gir.passes.schedule_mlu.cost import estimate
+    try:
+        kernels = estimate(out).kernels
+    except (GirError, ValueError, KeyError):
+        return
+    for k in kernels:
+        if k.busy_tasks * IDLE_SHARE < k.tasks and k.seconds > IDLE_MIN_SECONDS:
+            ctx.remark("schedule", "missed", f"function '{f.name}': kernel '{k.name}' keeps {k.busy_tasks} of its "
+                       f"{k.tasks} MLU tasks busy (estimate {k.seconds * 1e6:.1f} us): its schedule has only "
+                       f"{k.busy_tasks} parallel unit(s) of work (few rows, or one reduction over the whole tensor) "
+                       "and the other cores idle", f.func.loc)
