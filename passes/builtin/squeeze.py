@@ -9,9 +9,10 @@ on 4-D inputs: one vector kernel at 1.16x the DMA roofline written by hand, two 
 The pass removes every axis of literal extent 1 from a tensor when each access to it indexes that axis with 0 (a
 constant, or the statement's own index variable over that axis, which can only be 0): parameters and results
 get a reshape view without the axis (`x: f32[1, N] as [N]`, gir/views.py: the same bytes, no data movement),
-intermediates lose it. The index variable of a removed target axis is 0 wherever else the statement uses it. A
+intermediates lose it (one with only unit axes becomes a scalar). The index variable of a removed target axis
+is 0 wherever else the statement uses it. A
 tensor with any other access (a reduction or scan over the axis, an index that is not 0) keeps its axes, as
-does one whose every axis has extent 1, or one already viewed. The result is verified; a function the rewrite
+does a parameter or result whose every axis has extent 1, or one already viewed. The result is verified; a function the rewrite
 would make invalid is left as it was.
 """
 from __future__ import annotations
@@ -79,12 +80,14 @@ def squeeze_unit_axes(func: ir.Func) -> ir.Func:
 
 
 def _candidates(func: ir.Func, types: dict[str, ir.TensorType]) -> dict[str, tuple[int, ...]]:
-    """Tensor -> the positions of its axes of literal extent 1 (not all of them; no view declared)."""
+    """Tensor -> the positions of its axes of literal extent 1: an intermediate's (all of them: it becomes a
+    scalar, `m[]`), a parameter's or result's without a view (not all of them: a view has at least one axis)."""
     out = {}
-    viewed = {p.name for p in func.params + func.results if p.view is not None}
+    declared = {p.name: p for p in func.params + func.results}
     for name, t in types.items():
         unit = tuple(k for k, d in enumerate(t.shape) if d == 1)
-        if unit and len(unit) < len(t.shape) and name not in viewed:
+        p = declared.get(name)
+        if unit and (p is None or (p.view is None and len(unit) < len(t.shape))):
             out[name] = unit
     return out
 

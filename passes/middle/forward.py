@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from gir.passes.base import GraphPass, PassContext
 from gir.passes.middle.graph import FuncGraph
+from gir.scan import scan_of
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def dead_stores_func(g: FuncGraph, ctx: PassContext | None = None) -> None:
         if b.role != "temp" or not b.stored:
             continue
         readers = [n for n in g.nodes if n.kind == "load" and n.tensor == s.target]
+        if not readers and scan_of(s.value) is not None:
+            continue   # a scan nobody reads keeps its store: the scan recipe stores every statement it runs
         if all(n.forwarded for n in readers):
             b.stored = False
             g.store(s.id).removed = True

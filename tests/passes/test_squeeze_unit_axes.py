@@ -97,6 +97,20 @@ def test_only_the_zero_indexed_tensor_is_squeezed():
     assert check_text(text, {"M": 13}, seed=2) == {}
 
 
+def test_an_all_unit_intermediate_becomes_a_scalar():
+    # (a review's case: m kept its axis, x lost the one that gave m's index its range, and nothing was squeezed)
+    text = ("func f(x: f32[1, N], w: f32[N, 1]) -> (y: f32[1, N], s: f32[1, 1], z: f32[N, 1]) {\n"
+            "  m[i] = max(x[i, r])\n"
+            "  e[i, j] = exp(x[i, j] - m[0]) * w[j, 0]\n"
+            "  s[a, b] = sum(e[a, r])\n"
+            "  y[i, j] = e[0, j] / s[0, i]\n"
+            "  z[j, i] = y[i, j] * 2.0\n}\n")
+    out = format_func(_squeezed(text))
+    assert "m[] = max(x[r])" in out and "s: f32[1, 1]," in out and "z: f32[N, 1] as [N]" in out
+    for n in (1, 37):
+        assert check_text(text, {"N": n}, seed=n) == {}
+
+
 def _keepdims_program(rng) -> tuple[str, dict[str, int]]:
     """A statistic over random axes kept as unit axes (ONNX keepdims) and its broadcast use, on a tensor with
     random unit axes of its own; f32 or f16."""
