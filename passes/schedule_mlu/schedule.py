@@ -98,6 +98,10 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
               split=True, check=True) -> ir.Func:
     from gir.passes.schedule_mlu.scan import has_scan, scan_items
     full = specialize(func, sizes)
+    if split and _views_ok():   # vectors seen as [R, C] rows (split_flat.py; not in a segment of a split or a
+        #                            statement of the op-by-op baseline: their callers declare the tensors)
+        from gir.passes.schedule_mlu.split_flat import split_flat
+        full = split_flat(full, func_info(full).types)
     # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
     # otherwise have to fit each schedule's tensor kinds), and they are declared again on the result.
     read = {name for s in full.body if isinstance(s, ir.Assign) for name in _refs(s.value)}

@@ -48,6 +48,9 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
         sub = part_function(func, sorted(grp.stmts), g.types, f"{func.name}_g{grp.id}")
         if sub is not None:
             parts.append(schedule_mlu(sub, sizes, remarks=remarks, choices=choices))
+    if any(p.view is not None for part in parts for p in part.params + part.results):
+        raise GirError("a group's schedule views its tensors (merged axes, or a vector as rows), which the "
+                       "composition of the groups cannot declare", func.loc)
     out = dataclasses.replace(specialize(func, sizes), body=tuple(compose(func, parts)))
     verify_module(ir.Module((out,)))
     return out
