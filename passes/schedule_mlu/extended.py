@@ -37,5 +37,5 @@ def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = T
         raise NotRowModel("empty function")
     for q, red in enumerate(reds):
         items.append(combine_kernel(red, types[red.src].shape[0], f"{spec.name}_c{q}", types[red.src].dtype,
-                                    types[red.target].dtype))
+                                    types[red.target].dtype, types))
     return items

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from gir import ir
 from gir.shapes import reductions_preorder
+from gir.walk import map_expr, walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
@@ -106,10 +107,12 @@ def _replace(e, node, new):
 
 
 def combine_kernel(red: ScalarReduce, m: int, name: str, src_dtype: ir.DType = F32,
-                   dst_dtype: ir.DType = F32) -> ir.Kernel:
+                   dst_dtype: ir.DType = F32, types: dict | None = None) -> ir.Kernel:
     """One core reduces the [m] partials `red.src` (elements of `src_dtype`) into the scalar `red.target`
     (`dst_dtype`). Data movement does not convert: other element types land in a tile of their own type and are
-    widened to f32 by a compute (`cb_ = f32(cl_)`); a non-f32 result is rounded into `co_` before its store."""
+    widened to f32 by a compute (`cb_ = f32(cl_)`); a non-f32 result is rounded into `co_` before its store.
+    Scalars the statement reads besides the reduction (`t[] = sum(x[i]) + s[]`; `types` gives theirs) are loaded
+    into NRAM first (a compute reads no GDRAM)."""
     c = min(CHUNK, -(-m // 64) * 64)
     op = "sum" if red.op == "mean" else red.op
     acc, cs = B.ref("ca_", B.sl(0, 1)), B.ref("cs_", B.sl(0, 1))
@@ -141,7 +144,19 @@ def combine_kernel(red: ScalarReduce, m: int, name: str, src_dtype: ir.DType = F
         body.append(B.move("load", B.ref(land, B.sl(0, tail)), B.ref(red.src, B.sl(full * c, tail))))
         body += step()
     wrapped = ir.BinOp("*", acc, B.c(1.0 / red.count)) if red.op == "mean" else acc
-    body.append(ir.Assign(acc, _replace(red.value, red.node, wrapped)))
+    value = _replace(red.value, red.node, wrapped)
+    scalars = list(dict.fromkeys(x.name for x in walk(value) if isinstance(x, ir.Ref) and not x.index and
+                                 types is not None and x.name in types and not types[x.name].shape))
+    on_chip = {}
+    for k, nm in enumerate(scalars):
+        dt = types[nm].dtype
+        tile = B.ref(f"cv{k}_", B.sl(0, 1))
+        body[len(allocs):len(allocs)] = [B.alloc(f"cv{k}_", dt, (1,), "nram")]
+        body.append(B.move("load", tile, B.ref(nm)))
+        on_chip[nm] = tile if dt == adt else ir.Call(adt.value, (tile,))
+    if on_chip:
+        value = map_expr(value, lambda x: on_chip.get(x.name, x) if isinstance(x, ir.Ref) and not x.index else x)
+    body.append(ir.Assign(acc, value))
     if dst_dtype != adt:
         out = B.ref("co_", B.sl(0, 1))
         body.insert(len(allocs), B.alloc("co_", dst_dtype, (1,), "nram"))

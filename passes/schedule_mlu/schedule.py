@@ -85,8 +85,19 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     from gir.passes.schedule_mlu.scan_operands import materialize_operands
     if has_scan(func):   # scan operands the scan kernel cannot compute on chip get a statement of their own
         func = materialize_operands(func, specialize(func, sizes), remarks)
+    marks = (len(remarks) if remarks is not None else 0, len(choices) if choices is not None else 0)
     try:
-        out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
+        try:
+            out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
+        except GirError:
+            if not (split and _views_ok() and _splits(func, sizes)):
+                raise
+            # vectors seen as rows that no recipe can take (one row too long for NRAM): the vectors as they are
+            for got, n in ((remarks, marks[0]), (choices, marks[1])):
+                if got is not None:
+                    del got[n:]
+            out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split,
+                            flat=False)
     except NoTileFits as e:   # (still a NoTileFits: the op-by-op split falls back from it, opbyop.py)
         raise NoTileFits(f"function '{func.name}': {e.message}", func.loc) from None
     from gir.passes.schedule_mlu.intcheck import integer_remark
@@ -94,11 +105,18 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     return out
 
 
+def _splits(func: ir.Func, sizes: dict[str, int]) -> bool:
+    """Whether `_schedule` sees `func`'s vectors as rows (split_flat.py)."""
+    from gir.passes.schedule_mlu.split_flat import split_flat
+    full = specialize(func, sizes)
+    return split_flat(full, func_info(full).types) is not full
+
+
 def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,
-              split=True, check=True) -> ir.Func:
+              split=True, check=True, flat=True) -> ir.Func:
     from gir.passes.schedule_mlu.scan import has_scan, scan_items
     full = specialize(func, sizes)
-    if split and _views_ok():   # vectors seen as [R, C] rows (split_flat.py; not in a segment of a split or a
+    if split and flat and _views_ok():   # vectors seen as [R, C] rows (split_flat.py; not in a segment of a split or a
         #                            statement of the op-by-op baseline: their callers declare the tensors)
         from gir.passes.schedule_mlu.split_flat import split_flat
         full = split_flat(full, func_info(full).types)

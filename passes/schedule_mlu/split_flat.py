@@ -9,8 +9,10 @@ index variable next to the one that walks the vector (`x[i]` -> `x[i, i_c]`, a r
 both), and the recipes map the matrix -- element-wise tiles on every core, whole-vector reductions as
 reductions over both axes.
 
-C is the largest divisor of N up to MAX_COLS that is a multiple of 32 (whole 128-byte vectors of f32), else the
-largest divisor up to MAX_COLS; a prime N (no divisor) is one row [1, N]. A vector already viewed (`x: f32[1, N]
+C is the largest divisor of N in [32, MAX_COLS] that is a multiple of 32 (whole 128-byte vectors of f32), else the
+largest divisor in that range; without one (a prime N, twice a prime) the vector is one row [1, N], and when no
+recipe takes that row (a reduction over a row too long for NRAM) the function is scheduled as it is
+(schedule.py retries without the view). A vector already viewed (`x: f32[1, N]
 as [N]`) is viewed again from its declared type. Applies when every tensor of the function is a scalar or a vector
 of one length N >= MIN_N, every access to a vector is a plain index variable (no `x[i + 1]`, no reversal), and no
 index variable is used as a value; it leaves scans to the scan kernels and integer vectors to their exact 1-D
@@ -27,6 +29,7 @@ from gir.scan import is_scan
 from gir.walk import map_expr, walk
 
 MAX_COLS = 4096
+MIN_COLS = 32
 MIN_N = 64
 
 
@@ -91,6 +94,8 @@ def _length(func: ir.Func, types: dict) -> int | None:
 
 
 def _columns(n: int) -> int:
-    divisors = [c for c in range(min(n, MAX_COLS), 1, -1) if n % c == 0 and n // c >= 2]
+    """C: the largest divisor of n in [MIN_COLS, MAX_COLS] leaving two rows or more, a multiple of 32 if one is;
+    else n (one row: narrow rows such as [524287, 2] ran 20x the roofline, one row is vectorised)."""
+    divisors = [c for c in range(min(n // 2, MAX_COLS), MIN_COLS - 1, -1) if n % c == 0]
     aligned = [c for c in divisors if c % 32 == 0]
     return aligned[0] if aligned else divisors[0] if divisors else n
