@@ -116,8 +116,9 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
               split=True, check=True, flat=True) -> ir.Func:
     from gir.passes.schedule_mlu.scan import has_scan, scan_items
     full = specialize(func, sizes)
-    if split and flat and _views_ok():   # vectors seen as [R, C] rows (split_flat.py; not in a segment of a split or a
-        #                            statement of the op-by-op baseline: their callers declare the tensors)
+    # vectors seen as [R, C] rows (split_flat.py), not in a segment of a split or a statement of the op-by-op
+    # baseline (their callers declare the tensors unviewed)
+    if split and flat and _views_ok():
         from gir.passes.schedule_mlu.split_flat import split_flat
         full = split_flat(full, func_info(full).types)
     # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
