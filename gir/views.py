@@ -50,7 +50,8 @@ def dim_name(e: ir.Expr) -> ir.Dim:
     if not names:  # literal arithmetic (`2 * 3`) is just an integer, checked exact by `check_func`
         value = _value(e, {})
         return value if isinstance(value, int) else 0
-    return _mangle(e)
+    name = _mangle(e)
+    return f"n{name}" if name[0].isdigit() else name   # (`2 * N`: an identifier, not `2_mul_N`)
 
 
 def _mangle(e: ir.Expr) -> str:

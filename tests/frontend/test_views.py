@@ -266,3 +266,17 @@ def test_two_statements_over_a_merged_view_run_from_the_command_line(tmp_path, c
     for target in ("mlu-sim", "sim"):
         assert main(["run", str(path), "--target", target, "--sizes", "N=2,C=8,H=3,W=5"]) == 0
         assert "pass" in capsys.readouterr().out
+
+
+def test_a_literal_factor_in_a_view(tmp_path, capsys):
+    """`x: f32[2, N] as [2 * N]`: the derived size of a leading literal factor is an identifier (`n2_mul_N`; it was
+    `2_mul_N`, which the search's printed GIR could not parse back: every target failed)."""
+    from gir.cli import main
+    path = tmp_path / "v.gir"
+    path.write_text("func f(x: f32[2, N] as [2 * N], w: f32[3, N, 2] as [3 * N * 2]) -> (y: f32[2, N] as [2 * N], "
+                    "s: f32[]) {\n  y[i] = x[i] * 2.0\n  s[] = sum(w[k])\n}\n")
+    for target in ("sim", "mlu-sim"):
+        for n in (1, 5, 1031):
+            assert main(["run", str(path), "--target", target, "--sizes", f"N={n}"]) == 0
+            out = capsys.readouterr().out
+            assert out.count("pass") == 2, out
