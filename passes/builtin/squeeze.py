@@ -52,11 +52,8 @@ def squeeze_unit_axes(func: ir.Func) -> ir.Func:
         info = func_info(func)
     except GirError:
         return func
-    stmts = [(s, info.stmts[k]) for k, s in enumerate(x for x in func.body if isinstance(x, ir.Assign))]
-    if len(stmts) != len(info.stmts):
-        return func
     units = _candidates(func, info.types)
-    for stmt, st in stmts:   # every access must index the unit axes with 0
+    for stmt in (x for x in func.body if isinstance(x, ir.Assign)):   # every access must index the unit axes with 0
         zero_vars = _unit_vars(stmt, info.types)
         scan = scan_of(stmt.value)
         for r in [stmt.target] + refs(stmt.value):
