@@ -12,7 +12,7 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
   traffic counted as the simulator counts it, every `dma_granularity` granule a segment touches plus a granule
   read again per partially written one, segments that repeat with strides off the granule grid averaged over
-  the offsets they start at (`_gdram_bytes`), at min(core DMA port, GDRAM bandwidth / busy tasks);
+  the offsets they start at (`cost_regions.gdram_bytes`), at min(core DMA port, GDRAM bandwidth / busy tasks);
 * a compute statement costs what codegen/mlu/vecops.py emits for it: one vector op per operation of its
   expression (`vector_op_cycles` plus 128-byte units x the class's cycles: simple, div, special, reduce,
   convert -- the classes of workcount.py) over the emitter's length (a whole padded tile from row 0, rows at an
@@ -40,6 +40,7 @@ from gir.affine import eval_int, free_vars
 from gir.walk import map_children, stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.cost_regions import extents, gdram_bytes, int_value, truth
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 from gir.passes.middle.search.ranking import policy
@@ -235,7 +236,7 @@ class _Walker:
         return self.memo[key][1]
 
     def _loop(self, s: ir.For, env, c) -> None:
-        lo, hi = _int(s.lo, env), _int(s.hi, env)
+        lo, hi = int_value(s.lo, env), int_value(s.hi, env)
         if lo is None or hi is None:
             return
         trips = max(0, -(-(hi - lo) // s.step))
@@ -280,7 +281,7 @@ class _Walker:
         return self.memo[key][1]
 
     def stmt_If(self, s: ir.If, env, c) -> None:
-        taken = _truth(s.cond, env)
+        taken = truth(s.cond, env)
         if taken is None:   # a data-dependent condition: the costlier branch
             a, b = TaskCost(), TaskCost()
             self.block(s.then, env, a)
@@ -298,13 +299,13 @@ class _Walker:
     def stmt_Move(self, s: ir.Move, env, c) -> None:
         m = self.m
         (_, dlevel), (st, slevel) = self.types[s.dst.name], self.types[s.src.name]
-        counts = _extents(s.src, st, env)
+        counts = extents(s.src, st, env)
         elems = math.prod(counts)
         if elems <= 0:
             return
         nbytes = elems * st.dtype.nbytes
         if dlevel.off_chip or slevel.off_chip:
-            moved = _gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, m.dma_granularity,
+            moved = gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, m.dma_granularity,
                                  write=dlevel.off_chip)
             cycles = m.gdram_latency_cycles
             c.gdram += moved
@@ -329,7 +330,7 @@ class _Walker:
         m = self.m
         refs = sum(1 for x in walk(s.value) if isinstance(x, ir.Ref)) + 1
         leaves = [x for x in walk(s.value) if isinstance(x, ir.Ref) and x.name in self.types]
-        single = all(math.prod(_extents(x, self.types[x.name][0], env)) == 1 for x in leaves + [s.target])
+        single = all(math.prod(extents(x, self.types[x.name][0], env)) == 1 for x in leaves + [s.target])
         if (dst.kind == "scalar" and all(self.vector(x).kind == "scalar" for x in leaves)) or \
                 (self.through and single):   # (single elements of vectors in `pipeline=units` kernels: emit.py)
             # scalar code on single elements: a statement and its element accesses on the control thread
@@ -365,7 +366,7 @@ class _Walker:
         shape, index = tuple(t.shape), tuple(r.index)
         if len(shape) == 3 or (len(shape) == 2 and len(index) == 3):   # a slotted tile: the slot index goes
             shape, index = shape[1:], index[1:]
-        ext = _extents(ir.Ref(r.name, index), ir.TensorType(t.dtype, shape), {**self.env})
+        ext = extents(ir.Ref(r.name, index), ir.TensorType(t.dtype, shape), {**self.env})
         dt = t.dtype.value
         if len(shape) == 2 and shape[1] == 1:
             return _Vec("row", L.phys_elems(shape), ext[0], 1, 1)
@@ -376,7 +377,7 @@ class _Walker:
             return _Vec("scalar", 1, 1, 1, 1)
         pitch = shape[1] if self.dense else L.pitch(shape)
         start = index[0].start if isinstance(index[0], ir.Slice) else index[0]
-        if isinstance(index[0], ir.Slice) and not free_vars(start) and _int(start, {}) == 0:   # (as the emitter
+        if isinstance(index[0], ir.Slice) and not free_vars(start) and int_value(start, {}) == 0:   # (as the emitter
             # reads it: a start of constant 0, not one that is 0 in this iteration)
             n = L.round_up(shape[0] * shape[1], L.PITCH) if self.dense else L.phys_elems(shape)
         else:
@@ -445,74 +446,3 @@ def _row_vector(x, types: dict) -> bool:
         return False
     shape = types[x.name][0].shape
     return len(shape) >= 2 and shape[-1] == 1
-
-
-def _gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> float:
-    """GDRAM bytes a move of the region `r` of an off-chip tensor costs, as the simulator counts them
-    (targets/mlu/dma.py): every `gran`-byte granule a contiguous segment touches, plus one granule read again for
-    each partially written one. Segments that repeat along a dimension whose byte stride is not a multiple of
-    `gran` (rows of 300 f16: 600 bytes) start at varying offsets on the granule grid: the average over those
-    offsets (a segment of 128 bytes touches 2.875 granules on average, not 2)."""
-    t = types[r.name][0]
-    counts = _extents(r, t, env)
-    nbytes = t.dtype.nbytes
-    if not counts:
-        return float(gran)
-    shape = [d if isinstance(d, int) else 1 for d in t.shape]
-    if len(shape) != len(counts):   # (a whole-tensor or reshaped reference: one run)
-        counts, shape = [math.prod(counts)], [math.prod(counts)]
-    seg, k = counts[-1], len(counts) - 1   # a segment per row of the region (as the emitter's moves run)
-    nseg = math.prod(counts) // max(1, seg)
-    size = seg * nbytes
-    step = gran   # the grid the segments' starts fall on: the strides they repeat with
-    for d in range(k):
-        if counts[d] > 1:
-            step = math.gcd(step, math.prod(shape[d + 1:]) * nbytes)
-    offsets = range(0, gran, step)
-    touched = sum(-(-(o + size) // gran) for o in offsets) / len(offsets)
-    extra = 0.0
-    if write:
-        extra = sum(((o % gran != 0) + ((o + size) % gran != 0)) if -(-(o + size) // gran) > 1 else
-                    ((o % gran != 0) or ((o + size) % gran != 0)) for o in offsets) / len(offsets)
-    return nseg * (touched + extra) * gran
-
-
-def _extents(r: ir.Ref, t: ir.TensorType, env: dict) -> list[int]:
-    """Elements per dimension of the region `r` (an index: 1; a full tensor reference: its shape)."""
-    if not r.index:
-        return [d if isinstance(d, int) else 1 for d in t.shape]
-    out = []
-    for i in r.index:
-        if isinstance(i, ir.Slice):
-            a, b = _int(i.start, env), _int(i.stop, env)
-            out.append(0 if a is None or b is None else max(0, -(-(b - a) // max(1, i.step))))
-        else:
-            out.append(1)
-    return out
-
-
-def _int(e, env: dict) -> int | None:
-    try:
-        return eval_int(e, env)
-    except (KeyError, ValueError, TypeError):
-        return None
-
-
-_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-
-
-def _truth(e, env: dict) -> bool | None:
-    if isinstance(e, ir.BinOp) and e.op in _CMP:
-        a, b = _int(e.lhs, env), _int(e.rhs, env)
-        return None if a is None or b is None else _CMP[e.op](a, b)
-    if isinstance(e, ir.BinOp) and e.op in ("and", "or"):
-        a, b = _truth(e.lhs, env), _truth(e.rhs, env)
-        if a is None or b is None:
-            return None
-        return (a and b) if e.op == "and" else (a or b)
-    if isinstance(e, ir.UnOp) and e.op == "not":
-        a = _truth(e.operand, env)
-        return None if a is None else not a
-    v = _int(e, env)
-    return None if v is None else v != 0

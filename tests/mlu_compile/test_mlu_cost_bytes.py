@@ -1,4 +1,4 @@
-"""The MLU cost model counts GDRAM bytes as the simulator does (passes/schedule_mlu/cost.py `_gdram_bytes`,
+"""The MLU cost model counts GDRAM bytes as the simulator does (passes/schedule_mlu/cost_regions.py `gdram_bytes`,
 targets/mlu/dma.py): granules a segment touches, segments that start off the 64-byte grid (rows whose byte
 stride is not a multiple of 64), a granule read again per partially written one. The estimate ranks tile sizes
 by these bytes, so they must agree (within 2%: a loop whose body depends on its variable, a masked tail tile,

@@ -1,0 +1,80 @@
+"""The MLU cost model's view of regions and index expressions (cost.py): the GDRAM bytes a move of a region costs
+as the simulator counts them, a region's extents, and index values and conditions under a task's bound indices
+(None when they depend on something unbound)."""
+from __future__ import annotations
+
+import math
+
+from gir import ir
+from gir.affine import eval_int
+
+
+def gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> float:
+    """GDRAM bytes a move of the region `r` of an off-chip tensor costs, as the simulator counts them
+    (targets/mlu/dma.py): every `gran`-byte granule a contiguous segment touches, plus one granule read again for
+    each partially written one. Segments that repeat along a dimension whose byte stride is not a multiple of
+    `gran` (rows of 300 f16: 600 bytes) start at varying offsets on the granule grid: the average over those
+    offsets (a segment of 128 bytes touches 2.875 granules on average, not 2)."""
+    t = types[r.name][0]
+    counts = extents(r, t, env)
+    nbytes = t.dtype.nbytes
+    if not counts:
+        return float(gran)
+    shape = [d if isinstance(d, int) else 1 for d in t.shape]
+    if len(shape) != len(counts):   # (a whole-tensor or reshaped reference: one run)
+        counts, shape = [math.prod(counts)], [math.prod(counts)]
+    seg, k = counts[-1], len(counts) - 1   # a segment per row of the region (as the emitter's moves run)
+    nseg = math.prod(counts) // max(1, seg)
+    size = seg * nbytes
+    step = gran   # the grid the segments' starts fall on: the strides they repeat with
+    for d in range(k):
+        if counts[d] > 1:
+            step = math.gcd(step, math.prod(shape[d + 1:]) * nbytes)
+    offsets = range(0, gran, step)
+    touched = sum(-(-(o + size) // gran) for o in offsets) / len(offsets)
+    extra = 0.0
+    if write:
+        extra = sum(((o % gran != 0) + ((o + size) % gran != 0)) if -(-(o + size) // gran) > 1 else
+                    ((o % gran != 0) or ((o + size) % gran != 0)) for o in offsets) / len(offsets)
+    return nseg * (touched + extra) * gran
+
+
+def extents(r: ir.Ref, t: ir.TensorType, env: dict) -> list[int]:
+    """Elements per dimension of the region `r` (an index: 1; a full tensor reference: its shape)."""
+    if not r.index:
+        return [d if isinstance(d, int) else 1 for d in t.shape]
+    out = []
+    for i in r.index:
+        if isinstance(i, ir.Slice):
+            a, b = int_value(i.start, env), int_value(i.stop, env)
+            out.append(0 if a is None or b is None else max(0, -(-(b - a) // max(1, i.step))))
+        else:
+            out.append(1)
+    return out
+
+
+def int_value(e, env: dict) -> int | None:
+    try:
+        return eval_int(e, env)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def truth(e, env: dict) -> bool | None:
+    if isinstance(e, ir.BinOp) and e.op in _CMP:
+        a, b = int_value(e.lhs, env), int_value(e.rhs, env)
+        return None if a is None or b is None else _CMP[e.op](a, b)
+    if isinstance(e, ir.BinOp) and e.op in ("and", "or"):
+        a, b = truth(e.lhs, env), truth(e.rhs, env)
+        if a is None or b is None:
+            return None
+        return (a and b) if e.op == "and" else (a or b)
+    if isinstance(e, ir.UnOp) and e.op == "not":
+        a = truth(e.operand, env)
+        return None if a is None else not a
+    v = int_value(e, env)
+    return None if v is None else v != 0
