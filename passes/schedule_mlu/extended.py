@@ -8,13 +8,15 @@ from gir.passes.schedule_mlu.gather import gather_kernel
 from gir.passes.schedule_mlu.fullreduce import combine_kernel, split_scalar
 from gir.passes.schedule_mlu.indexops import COLV, ROWV, patch_kernel, pick_rows, rewrite_index_values
 from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-from gir.passes.schedule_mlu.placement import solve_placement
+from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
+from gir.passes.schedule_mlu.tiles_nram import kernel_nram
 from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
 
 
-def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = True, max_rows: int = 64) -> list:
+def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = True, max_rows: int = 64,
+                      nram: int = 768 * 1024) -> list:
     """Body items (GDRAM allocs and kernels) of the fused schedule of `spec` (sizes specialised); NotRowModel if
-    it does not apply."""
+    it does not apply, NoTileFits when no tile height fits `nram` bytes per core."""
     main, reds, extra = split_scalar(spec, info)
     items: list = [ir.Alloc(p.name, p.type, ir.Level.gdram) for p in extra]
     types = dict(info.types)
@@ -24,14 +26,7 @@ def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = T
         if not ix.any and not reds:
             raise NotRowModel("nothing beyond the row model")
         model = analyze_rows(vfunc, {})
-        pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows)
-        rows = pick_rows(pl.rows, ix, model.m, tasks)
-        if ix.col and not ix.row and not ix.lead:   # sum_j select(j == t[i], x[i, j], 0): per-row gathers
-            kernel, rows = gather_kernel(model, rows, tasks, frozenset(pl.sram) - {COLV, ROWV}, f"{spec.name}_mlu")
-        else:
-            kernel = lower_rows(model, RowPlan(rows, tasks, frozenset(pl.sram) - {COLV, ROWV}), f"{spec.name}_mlu")
-        if ix.any:
-            kernel = patch_kernel(kernel, ix, model.n, rows, types)
+        kernel = _row_kernel(spec.name, model, ix, types, tasks, allow_sram, max_rows, nram)
         items.append(kernel)
     elif not reds:
         raise NotRowModel("empty function")
@@ -39,3 +34,28 @@ def schedule_extended(spec: ir.Func, info, tasks: int = 32, allow_sram: bool = T
         items.append(combine_kernel(red, types[red.src].shape[0], f"{spec.name}_c{q}", types[red.src].dtype,
                                     types[red.target].dtype, types))
     return items
+
+
+def _row_kernel(name: str, model, ix, types: dict, tasks: int, allow_sram: bool, max_rows: int,
+                nram: int) -> ir.Kernel:
+    """The patched row-model kernel with the tallest tile whose NRAM, counted from the patched kernel
+    (tiles_nram.py), fits `nram`: the patch adds per-core tiles the placement does not see (the column index
+    `cj_` and its doubling buffer, a row of N floats each), so an argmax over rows of 32,000 floats planned
+    for the placement's budget overflowed NRAM by 110 KiB."""
+    while True:
+        pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows, nram=nram)
+        rows = pick_rows(pl.rows, ix, model.m, tasks)
+        sram = frozenset(pl.sram) - {COLV, ROWV}
+        if ix.col and not ix.row and not ix.lead:   # sum_j select(j == t[i], x[i, j], 0): per-row gathers
+            kernel, rows = gather_kernel(model, rows, tasks, sram, f"{name}_mlu")
+        else:
+            kernel = lower_rows(model, RowPlan(rows, tasks, sram), f"{name}_mlu")
+        if ix.any:
+            kernel = patch_kernel(kernel, ix, model.n, rows, types)
+        used = kernel_nram(kernel)
+        if used <= nram:
+            return kernel
+        if rows <= 1:
+            raise NoTileFits(f"no tile fits NRAM (one row of {model.n} elements with its index tiles needs "
+                             f"{used} bytes of {nram})")
+        max_rows = rows // 2

@@ -85,7 +85,7 @@ def _permute(spec, info, st: Setting, remarks) -> list:
 
 def _extended(spec, info, st: Setting, remarks) -> list:
     from gir.passes.schedule_mlu.extended import schedule_extended
-    return schedule_extended(spec, info, st.tasks, st.allow_sram, st.max_rows)
+    return schedule_extended(spec, info, st.tasks, st.allow_sram, st.max_rows, st.nram)
 
 
 def _groupnorm(spec, info, st: Setting, remarks) -> list:

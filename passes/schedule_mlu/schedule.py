@@ -87,17 +87,23 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         func = materialize_operands(func, specialize(func, sizes), remarks)
     marks = (len(remarks) if remarks is not None else 0, len(choices) if choices is not None else 0)
     try:
+        rank = _flat_shape(func, sizes) if split and _views_ok() else 0   # tensors split_flat may see as rows
         try:
             out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
-        except GirError:
-            if not (split and _views_ok() and _splits(func, sizes)):
+        except GirError as exc:
+            if rank == 1:   # vectors seen as rows that no recipe can take (one row too long for NRAM): as they are
+                _drop_after(remarks, choices, marks)
+                out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split,
+                                flat=False)
+            elif rank > 1 and mode == "fused":   # no recipe takes the tensors in their shape: their flat memory
+                _drop_after(remarks, choices, marks)
+                out = _flat_or_raise(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, exc)
+            else:
                 raise
-            # vectors seen as rows that no recipe can take (one row too long for NRAM): the vectors as they are
-            for got, n in ((remarks, marks[0]), (choices, marks[1])):
-                if got is not None:
-                    del got[n:]
-            out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split,
-                            flat=False)
+        else:
+            if rank > 1 and mode == "fused":
+                out = _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices,
+                                      marks)
     except NoTileFits as e:   # (still a NoTileFits: the op-by-op split falls back from it, opbyop.py)
         raise NoTileFits(f"function '{func.name}': {e.message}", func.loc) from None
     from gir.passes.schedule_mlu.intcheck import integer_remark
@@ -105,11 +111,58 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     return out
 
 
-def _splits(func: ir.Func, sizes: dict[str, int]) -> bool:
-    """Whether `_schedule` sees `func`'s vectors as rows (split_flat.py)."""
+def _flat_shape(func: ir.Func, sizes: dict[str, int]) -> int:
+    """The rank of the tensors split_flat.py may view as [R, C] rows in `func` (0 when it leaves the function alone):
+    vectors always are; tensors of rank 2 or more when that schedule is estimated faster (or the only one)."""
     from gir.passes.schedule_mlu.split_flat import split_flat
     full = specialize(func, sizes)
-    return split_flat(full, func_info(full).types) is not full
+    types = func_info(full).types
+    if split_flat(full, types, any_rank=True) is full:
+        return 0
+    return max(len(t.shape) for t in types.values())
+
+
+def _drop_after(remarks, choices, marks) -> None:
+    for got, n in ((remarks, marks[0]), (choices, marks[1])):
+        if got is not None:
+            del got[n:]
+
+
+FLAT = "its tensors (all of one shape) seen as [R, C] rows of their flat memory (a reshape view, split_flat.py)"
+
+
+def _flat_or_raise(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, exc) -> ir.Func:
+    """The schedule of `func` with its tensors seen as rows of their flat memory, or `exc` (the schedule of the
+    tensors in their shape failed: a whole sum of [3, 262144], whose rows no tile holds)."""
+    try:
+        out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, True, flat="any")
+    except GirError:
+        raise exc from None
+    if choices is not None:
+        choices.append(f"{FLAT}: no schedule takes them in their shape ({exc.message})")
+    return out
+
+
+def _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, marks) -> ir.Func:
+    """`out`, or the schedule of `func`'s tensors (all of one shape, rank 2 or more) seen as [R, C] rows of their
+    flat memory when the MLU cost model estimates that faster: [1000003, 3] element-wise kernels had rows too
+    narrow to vectorise, [3, 1000003] ones too few rows for the cores."""
+    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
+    got_r, got_c = [], []
+    try:
+        alt = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, got_r, got_c, True, flat="any")
+        before, after = estimate(out).seconds, estimate(alt).seconds
+    except (GirError, ValueError, KeyError):
+        return out
+    if not MLU_RANKING.beats(after, before):
+        return out
+    _drop_after(remarks, choices, marks)
+    for got, new in ((remarks, got_r), (choices, got_c)):
+        if got is not None:
+            got.extend(new)
+    if choices is not None:
+        choices.append(f"{FLAT}: estimate {after * 1e6:.1f} us, in their shape {before * 1e6:.1f} us")
+    return alt
 
 
 def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,
@@ -118,9 +171,9 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
     full = specialize(func, sizes)
     # vectors seen as [R, C] rows (split_flat.py), not in a segment of a split or a statement of the op-by-op
     # baseline (their callers declare the tensors unviewed)
-    if split and flat and _views_ok():
+    if split and flat and _views_ok():   # flat: True (vectors), "any" (tensors of any rank), False
         from gir.passes.schedule_mlu.split_flat import split_flat
-        full = split_flat(full, func_info(full).types)
+        full = split_flat(full, func_info(full).types, any_rank=flat == "any")
     # Inputs no statement reads move nothing: every schedule sees the function without them (their shapes would
     # otherwise have to fit each schedule's tensor kinds), and they are declared again on the result.
     read = {name for s in full.body if isinstance(s, ir.Assign) for name in _refs(s.value)}

@@ -1,4 +1,5 @@
-"""A one-dimensional function seen as rows: `x: f32[N]` viewed as `[R, C]` (R x C = N) for the MLU schedule.
+"""A one-dimensional function seen as rows: `x: f32[N]` viewed as `[R, C]` (R x C = N) for the MLU schedule;
+likewise tensors of any rank, all of one shape (`any_rank`).
 
 The MLU recipes map rows and tiles of two or more axes; a function whose tensors are vectors of one length
 (`y[i] = exp(x[i]) * 2.0`, a softmax or a normalisation of a whole vector: `s[] = sum(x[i])`, `y[i] = x[i] /
@@ -18,10 +19,18 @@ of one length N >= MIN_N, every access to a vector is a plain index variable (no
 index variable is used as a value; it leaves scans to the scan kernels and integer vectors to their exact 1-D
 kernels. Not inside a segment of a split or a
 statement of the op-by-op baseline (their callers declare the tensors unviewed): the whole function only.
+
+`any_rank`: tensors of any rank, all of one shape S, are seen the same way (`x[i, j, k]` -> `x[i, i_c]`, the
+other variables gone) when every access to them is a tuple of distinct index variables that, within its
+statement, equals or shares no variable with every other such access (so all of them walk the flat memory in one
+order). schedule.py takes that schedule when the cost model estimates it faster than the tensors' own shape
+([N, 3] rows too narrow for vectors, [3, N] too few rows for the cores) or when nothing takes the tensors in
+their shape (a whole sum over rows longer than NRAM).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from gir import ir
 from gir.passes.builtin.exprs import refs, value_vars_of
@@ -33,13 +42,18 @@ MIN_COLS = 32
 MIN_N = 64
 
 
-def split_flat(func: ir.Func, types: dict[str, ir.TensorType]) -> ir.Func:
-    """`func` (sizes specialised) with its vectors viewed as [R, C], or `func` itself when it does not apply."""
-    n = _length(func, types)
-    if n is None:
+def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = False) -> ir.Func:
+    """`func` (sizes specialised) with its tensors of one shape viewed as [R, C], or `func` itself when it does not
+    apply. Vectors only unless `any_rank` (then tensors of any rank, all of one shape: schedule.py weighs that
+    view against the tensors as they are)."""
+    shape = _shape(func, types, any_rank)
+    if shape is None:
         return func
+    n = math.prod(shape)
     cols = _columns(n)
     rows = n // cols
+    if len(shape) == 2 and shape == (rows, cols):
+        return func
     taken = {x.name for s in func.body if isinstance(s, ir.Assign)
              for e in (s.target, s.value) for x in walk(e) if isinstance(x, ir.Var)}
 
@@ -54,15 +68,15 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType]) -> ir.Func:
             body.append(s)
             continue
 
-        def two(r, s=s):
-            if not isinstance(r, ir.Ref) or len(types[r.name].shape) != 1:
+        def two(r, s=s):   # x[i, j, k] -> x[i, i_c]: one access walks the flat tensor with two variables
+            if not isinstance(r, ir.Ref) or tuple(types[r.name].shape) != shape:
                 return r
             v = r.index[0]
             return dataclasses.replace(r, index=(v, ir.Var(fresh(v.name), loc=v.loc)))
         body.append(dataclasses.replace(s, target=two(s.target), value=map_expr(s.value, two)))
 
     def viewed(p: ir.Param) -> ir.Param:
-        if len(p.type.shape) != 1:
+        if tuple(p.type.shape) != shape:
             return p
         inner = ir.TensorType(p.type.dtype, (rows, cols), loc=p.type.loc)
         outer = p.view.outer if p.view is not None else p.type   # (a view of a view: the declared type's)
@@ -71,26 +85,36 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType]) -> ir.Func:
                                results=tuple(viewed(p) for p in func.results), body=tuple(body))
 
 
-def _length(func: ir.Func, types: dict) -> int | None:
-    """N when every tensor is a scalar or a vector of length N >= MIN_N accessed at plain index variables that are
-    never values, every tensor is a float and no statement is a scan; else None."""
+def _shape(func: ir.Func, types: dict, any_rank: bool) -> tuple | None:
+    """The one shape S (of N >= MIN_N elements) of every tensor that is not a scalar, when every tensor is a float,
+    no statement is a scan or uses an index variable as a value, and each access to a tensor of shape S is a tuple
+    of distinct index variables that, within its statement, is either the same tuple as another access's or
+    shares no variable with it (then every access walks the flat tensor in the same order); else None."""
     if any(not t.dtype.is_float for t in types.values()):
-        return None   # (integer vectors keep their exact 1-D kernels: the tile recipes compute in f32)
-    lengths = {t.shape[0] for t in types.values() if len(t.shape) == 1}
-    if len(lengths) != 1 or any(len(t.shape) > 1 for t in types.values()):
+        return None   # (integer tensors keep their exact kernels: the tile recipes compute in f32)
+    shapes = {tuple(t.shape) for t in types.values() if len(t.shape) >= 1}
+    if len(shapes) != 1:
         return None
-    n = lengths.pop()
-    if not isinstance(n, int) or n < MIN_N:
+    shape = shapes.pop()
+    if not any_rank and len(shape) != 1:
+        return None
+    if not all(isinstance(d, int) for d in shape) or math.prod(shape) < MIN_N:
         return None
     for s in func.body:
         if not isinstance(s, ir.Assign):
             continue
         if is_scan(s.value) or value_vars_of(s.value):
             return None
+        tuples = set()
         for r in [s.target] + refs(s.value):
-            if len(types[r.name].shape) == 1 and not isinstance(r.index[0], ir.Var):
+            if tuple(types[r.name].shape) != shape:
+                continue
+            if not all(isinstance(v, ir.Var) for v in r.index) or len({v.name for v in r.index}) != len(r.index):
                 return None
-    return n
+            tuples.add(tuple(v.name for v in r.index))
+        if any(a != b and set(a) & set(b) for a in tuples for b in tuples):
+            return None
+    return shape
 
 
 def _columns(n: int) -> int:
