@@ -6,7 +6,10 @@ from gir import ir
 from gir.shapes import func_info
 from gir.passes.schedule_mlu.gather import gather_kernel
 from gir.passes.schedule_mlu.fullreduce import combine_kernel, split_scalar
-from gir.passes.schedule_mlu.indexops import COLV, ROWV, patch_kernel, pick_rows, rewrite_index_values
+from gir.errors import GirError
+from gir.passes.schedule_mlu.indexops import COLV, ROWV, patch_kernel, patch_long_columns, pick_rows, \
+    rewrite_index_values
+from gir.passes.schedule_mlu.longrows import longrows_kernel
 from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
 from gir.passes.schedule_mlu.placement import NoTileFits, solve_placement
 from gir.passes.schedule_mlu.tiles_nram import kernel_nram
@@ -43,7 +46,10 @@ def _row_kernel(name: str, model, ix, types: dict, tasks: int, allow_sram: bool,
     `cj_` and its doubling buffer, a row of N floats each), so an argmax over rows of 32,000 floats planned
     for the placement's budget overflowed NRAM by 110 KiB."""
     while True:
-        pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows, nram=nram)
+        try:
+            pl = solve_placement(model, tasks=tasks, allow_sram=allow_sram, max_rows=max_rows, nram=nram)
+        except NoTileFits:
+            return _long_kernel(name, model, ix, tasks, nram)
         rows = pick_rows(pl.rows, ix, model.m, tasks)
         sram = frozenset(pl.sram) - {COLV, ROWV}
         if ix.col and not ix.row and not ix.lead:   # sum_j select(j == t[i], x[i, j], 0): per-row gathers
@@ -52,10 +58,27 @@ def _row_kernel(name: str, model, ix, types: dict, tasks: int, allow_sram: bool,
             kernel = lower_rows(model, RowPlan(rows, tasks, sram), f"{name}_mlu")
         if ix.any:
             kernel = patch_kernel(kernel, ix, model.n, rows, types)
-        used = kernel_nram(kernel)
-        if used <= nram:
+        if kernel_nram(kernel) <= nram:
             return kernel
         if rows <= 1:
-            raise NoTileFits(f"no tile fits NRAM (one row of {model.n} elements with its index tiles needs "
-                             f"{used} bytes of {nram})")
+            return _long_kernel(name, model, ix, tasks, nram)
         max_rows = rows // 2
+
+
+def _long_kernel(name: str, model, ix, tasks: int, nram: int) -> ir.Kernel:
+    """Rows too long for one tile with their index tiles (an argmax over a vocabulary of 32,000 floats): the
+    chunked multi-pass kernel (longrows.py), the column index built per chunk on chip; NoTileFits when the
+    function has other index values or viewed tensors, or no chunk fits."""
+    if not ix.col or ix.row or ix.lead:
+        raise NoTileFits(f"no tile fits NRAM (one row of {model.n} elements with its index tiles exceeds "
+                         f"{nram} bytes, and chunked rows take only column indices)")
+    try:
+        kernel = longrows_kernel(model, f"{name}_mlu", tasks, nram, extra_cols=2)
+    except GirError as e:
+        raise NoTileFits(f"no tile fits NRAM for rows of {model.n} elements with their index tiles "
+                         f"({e.message})") from None
+    kernel = patch_long_columns(kernel)
+    used = kernel_nram(kernel)
+    if used > nram:
+        raise NoTileFits(f"no tile fits NRAM (chunks of rows of {model.n} elements need {used} bytes of {nram})")
+    return kernel

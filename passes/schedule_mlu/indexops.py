@@ -300,6 +300,36 @@ def patch_kernel(kernel: ir.Kernel, ix: IndexInfo, n: int, rows: int, orig_types
     return dataclasses.replace(kernel, body=tuple(walk(kernel.body)))
 
 
+def patch_long_columns(kernel: ir.Kernel) -> ir.Kernel:
+    """A chunked long-row kernel (longrows.py) whose column index is the iota input `cj_`: every chunk load
+    `cj__t[0:w] <- cj_[c0:c0 + w]` becomes `cj__t[0:w] = io_[0:w] + c0` from a per-core iota `io_` of one chunk's
+    width (built once, as `patch_kernel` builds `cj_`), so the index moves nothing (longrows_kernel's
+    `extra_cols=2` keeps room for `io_` and its doubling buffer)."""
+    width = next(a.type.shape[0] for a in _allocs(kernel.body) if a.name == f"{COLV}_t")
+    rs = B.ref("rs_", B.sl(0, 1))
+
+    def walk(stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, ir.Parallel) and s.level == ir.ParLevel.core:
+                body = list(walk(s.body))
+                k = max((i for i, x in enumerate(body) if isinstance(x, ir.Alloc)), default=-1) + 1
+                body[k:k] = _iota("io_", "gc_", width, False)
+                extra = [B.alloc("gs_", F32, (1,), "nram"), B.alloc("rs_", F32, (1,), "nram"),
+                         B.alloc("io_", F32, (width,), "nram"), B.alloc("gc_", F32, (width,), "nram")]
+                out.append(dataclasses.replace(s, body=tuple(extra + body)))
+            elif isinstance(s, (ir.For, ir.Parallel)):
+                out.append(dataclasses.replace(s, body=tuple(walk(s.body))))
+            elif isinstance(s, ir.Move) and s.src.name == COLV:
+                w = s.src.index[0]
+                out += [ir.Assign(rs, w.start),
+                        ir.Assign(s.dst, ir.BinOp("+", ir.Ref("io_", s.dst.index), rs))]
+            else:
+                out.append(s)
+        return _order(out) if any(isinstance(x, ir.Assign) for x in out) else out
+    return dataclasses.replace(kernel, body=tuple(walk(kernel.body)))
+
+
 def _allocs(stmts):
     for s in stmts:
         if isinstance(s, ir.Alloc):

@@ -36,6 +36,19 @@ OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
+def op_value(op: Op, args: list):
+    """The explicit-layer expression of a row-model op over its operands' tile regions (`args`)."""
+    if op.fn == "copy":
+        return args[0]
+    if op.fn in REDUCE:
+        return ir.Reduce(op.fn[1:], args[0], (1,))
+    if op.fn in OPS:
+        return ir.BinOp(OPS[op.fn], *args)
+    if op.fn in CMP:
+        return ir.BinOp(CMP[op.fn], *args)
+    return ir.Call(op.fn, tuple(args))
+
+
 def _rewrite(model: RowModel) -> tuple[list[Op], dict[str, str]]:
     """(ops after the variance rewrite, online sums: sum name -> max name)."""
     prod = {op.dst.name: op for op in model.ops}
@@ -105,7 +118,9 @@ def plan_chunks(model: RowModel, nbufs: int, nram: int, tasks: int) -> tuple[int
     return r, c
 
 
-def longrows_kernel(model: RowModel, name: str, tasks: int = 32, nram: int = 768 * 1024) -> ir.Kernel:
+def longrows_kernel(model: RowModel, name: str, tasks: int = 32, nram: int = 768 * 1024,
+                    extra_cols: int = 0) -> ir.Kernel:
+    """`extra_cols`: chunk-wide vectors a caller adds to the kernel (indexops.patch_long_columns), kept free."""
     ops, online = _rewrite(model)
     avail, need = _passes(model, ops, online)
     reds = [op for op in ops if op.fn in REDUCE]
@@ -161,7 +176,7 @@ def longrows_kernel(model: RowModel, name: str, tasks: int = 32, nram: int = 768
     nbufs = nfull + sum(1 for x in full_vals if x in model.inputs or x in full_out) \
         + sum(1 for x in full_vals if model.dtypes.get(x, F32) != F32) + 4     # doubles, 16-bit landings, scratch
     ncol = sum(1 for x in full_vals if kinds[x] == COL)
-    r, c = plan_chunks(model, nbufs + ncol, nram, tasks)
+    r, c = plan_chunks(model, nbufs + ncol + extra_cols, nram, tasks)
     n, m = model.n, model.m
     nc, tail = n // c, n % c
 
@@ -204,16 +219,7 @@ def longrows_kernel(model: RowModel, name: str, tasks: int = 32, nram: int = 768
         return B.c(a.const) if a.kind == CONST else t(a.name, w)
 
     def value(op: Op, w):
-        args = [opd(a, w) for a in op.args]
-        if op.fn == "copy":
-            return args[0]
-        if op.fn in REDUCE:
-            return ir.Reduce(op.fn[1:], args[0], (1,))
-        if op.fn in OPS:
-            return ir.BinOp(OPS[op.fn], *args)
-        if op.fn in CMP:
-            return ir.BinOp(CMP[op.fn], *args)
-        return ir.Call(op.fn, tuple(args))
+        return op_value(op, [opd(a, w) for a in op.args])
 
     def chunk(c0, w, ins, fops, rp, outs):
         """loads, computes, stores of one chunk [c0, c0 + w)."""

@@ -12,6 +12,7 @@ reason). The recipes, in order of preference on ties:
 | groupnorm | statistics per group of channels, [CG, HW] tiles (groupnorm.py) |
 | tiles | the general tile recipe: merged-axis views, slabs, interleaved pairs (tiles.py) |
 | tiles-unmerged | the tile recipe on the declared axes |
+| split-rows | few long rows: each row cut into parts over the cores, kept in NRAM, statistics combined through GDRAM (splitrows.py) |
 
 Every recipe is tried; each candidate is a `Candidate` of the shared search (passes/middle/search/candidate.py)
 with a `Decision` record and the estimate of passes/schedule_mlu/cost.py. `best` keeps the first candidate in the
@@ -69,6 +70,22 @@ def _rows(spec, info, st: Setting, remarks) -> list:
         return [kernel]
 
 
+def _split_rows(spec, info, st: Setting, remarks) -> list:
+    """Few long rows: each cut into parts over the cores, kept in NRAM between the row statistics' passes."""
+    from gir.passes.schedule_mlu.indexops import rewrite_index_values
+    from gir.passes.schedule_mlu.rowmodel import analyze_rows
+    from gir.passes.schedule_mlu.splitrows import split_rows_items
+    from gir.passes.schedule_mlu.tiles_nram import kernel_nram
+    vfunc, ix = rewrite_index_values(spec, info)
+    if ix.row or ix.lead:
+        raise NotRowModel("row indices as values or rank > 2 rows")
+    items = split_rows_items(analyze_rows(vfunc if ix.col else spec, {}), st.name, st.tasks)
+    used = max(kernel_nram(x) for x in items if isinstance(x, ir.Kernel))
+    if used > st.nram:
+        raise NotRowModel(f"a part of each row needs {used} bytes of NRAM")
+    return items
+
+
 def _columns(spec, info, st: Setting, remarks) -> list:
     from gir.passes.schedule_mlu.colreduce import colreduce_func
     return colreduce_func(spec, info, st.tasks)
@@ -109,7 +126,7 @@ def _tiles_unmerged(spec, info, st: Setting, remarks) -> ir.Func:
 
 RECIPES = (Recipe("rows", _rows), Recipe("columns", _columns), Recipe("permute", _permute),
            Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles),
-           Recipe("tiles-unmerged", _tiles_unmerged))
+           Recipe("tiles-unmerged", _tiles_unmerged), Recipe("split-rows", _split_rows))
 
 
 @dataclass

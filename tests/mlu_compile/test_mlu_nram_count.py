@@ -59,3 +59,13 @@ func g(x: f32[M, N], h: f32[M, N]) -> (y: f32[M, N], z: f32[M, N]) {
   z[i, j] = pow(2.0, x[i, j]) + pow(x[i, j], 1.5)
 }""").funcs[0]
     _same(schedule_mlu(f, {"M": 64, "N": 300}))
+
+
+@pytest.mark.parametrize("text,sizes", [
+    ("func f(x: f32[B, V]) -> (y: i32[B]) {\n  y[b] = argmax(x[b, v])\n}\n", {"B": 64, "V": 32000}),   # chunked
+    ("func f(x: f16[B, V]) -> (y: i32[B]) {\n  y[b] = argmin(x[b, v])\n}\n", {"B": 5, "V": 40009}),
+    ("func f(x: f32[B, V]) -> (y: i32[B]) {\n  y[b] = argmax(x[b, v])\n}\n", {"B": 64, "V": 20000}),   # one tile
+    ("func f(x: f32[A, B]) -> (t: f32[]) {\n  t[] = sum(x[i, j])\n}\n", {"A": 3, "B": 262144}),       # flat rows
+])
+def test_index_and_flat_kernels_nram_counted_exactly(text, sizes):
+    _same(schedule_mlu(parse_text(text).funcs[0], sizes))

@@ -1,0 +1,100 @@
+"""Few long rows on the MLU (passes/schedule_mlu/splitrows.py, the `split-rows` recipe): each row cut into parts
+over the cores, the parts kept in NRAM while the cores combine their partial statistics through GDRAM across
+`sync @all`. Hand-written cases (the recipe chosen where the row recipes leave cores idle; left to the others where
+it does not apply), the decoding-step shapes that motivated it, and seeded random row programs with few rows
+(f32/f16/bf16, row / column / scalar operands, sizes 1 / primes / tails) against the evaluator."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gir.parser import parse_file, parse_text
+from gir.passes.middle import run_default
+from gir.passes.schedule_mlu.rowmodel import NotRowModel, analyze_rows
+from gir.passes.schedule_mlu.schedule import specialize
+from gir.passes.schedule_mlu.splitrows import split_rows_items
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "differential"))
+from diffrun import check_text  # noqa: E402
+
+SOFTMAX = (REPO / "samples" / "softmax.gir").read_text()
+
+
+def _recipe(text: str, sizes: dict) -> str:
+    _, ctx = run_default(parse_text(text), "mlu-sim", {"sizes": sizes})
+    lines = [r.message for r in ctx.remarks if r.kind == "analysis" and "MLU recipe" in r.message]
+    return lines[0].split("MLU recipe '")[1].split("'")[0] if lines else ""
+
+
+@pytest.mark.parametrize("m,n", [(1, 128256), (8, 128256), (3, 20011), (16, 65536)])
+def test_few_long_rows_are_split(m, n):
+    assert _recipe(SOFTMAX, {"M": m, "N": n}) == "split-rows"
+
+
+@pytest.mark.parametrize("m,n", [(4096, 4096), (64, 32000), (1, 40)])
+def test_rows_enough_or_too_short(m, n):
+    assert _recipe(SOFTMAX, {"M": m, "N": n}) != "split-rows"
+
+
+def test_refused_shapes():
+    f = specialize(parse_text(SOFTMAX).funcs[0], {"M": 17, "N": 4096})
+    with pytest.raises(NotRowModel, match="enough"):
+        split_rows_items(analyze_rows(f, {}), "k")
+    f = specialize(parse_text(SOFTMAX).funcs[0], {"M": 4, "N": 64})
+    with pytest.raises(NotRowModel, match="one part"):
+        split_rows_items(analyze_rows(f, {}), "k")
+
+
+def test_kernel_shape():
+    """Two passes (max, then the sum): two barriers, one partial buffer per statistic, the input loaded once."""
+    f = specialize(parse_text(SOFTMAX).funcs[0], {"M": 2, "N": 10000})
+    items = split_rows_items(analyze_rows(f, {}), "softmax_mlu")
+    from gir.printer import format_func
+    import dataclasses
+    text = format_func(dataclasses.replace(f, body=tuple(items)))
+    assert text.count("sync @all") == 2 and text.count("@gdram") == 2
+    assert text.count("load x_t") == 1 and text.count("load x_l") == 1   # (a last part of its own width)
+
+
+@pytest.mark.parametrize("sample,sizes", [
+    ("softmax", {"M": 3, "N": 20011}), ("layernorm", {"M": 5, "N": 9001}), ("rmsnorm", {"M": 2, "N": 30011}),
+    ("log_softmax", {"M": 7, "N": 4099}), ("row_sum", {"M": 1, "N": 65537}), ("softmax_f16", {"M": 4, "N": 8191}),
+    ("rmsnorm_bf16", {"M": 3, "N": 6007}), ("argreduce", {"M": 2, "N": 12289}), ("l2_normalize", {"M": 9, "N": 3001}),
+])
+def test_samples_with_few_long_rows(sample, sizes):
+    text = (REPO / "samples" / f"{sample}.gir").read_text()
+    f = parse_file(str(REPO / "samples" / f"{sample}.gir")).funcs[0]
+    sizes = {k: v for k, v in sizes.items() if k in f.size_symbols()}
+    assert check_text(text, sizes, seed=3, targets=("mlu-sim",)) == {}
+
+
+def _row_program(rng) -> str:
+    dt = str(rng.choice(["f32", "f16", "bf16"]))
+    red = str(rng.choice(["sum", "max", "min", "mean"]))
+    unary = str(rng.choice(["exp({})", "abs({})", "({}) * 0.5", "sigmoid({})", "max({}, 0.0)", "tanh({})"]))
+    e = unary.format("x[i, j]")
+    kind = int(rng.integers(4))
+    if kind == 0:   # a statistic and its broadcast, a column operand
+        body = [f"  s[i] = {red}({e} * w[j])", "  y[i, j] = x[i, j] * w[j] - s[i] * c[]"]
+    elif kind == 1:   # two dependent statistics (a normalisation)
+        body = ["  mu[i] = mean(x[i, j])", "  d[i, j] = x[i, j] - mu[i]", "  v[i] = mean(d[i, j] * d[i, j])",
+                f"  y[i, j] = d[i, j] / sqrt(v[i] + 1e-05) * w[j] + {e} * 0.0"]
+    elif kind == 2:   # a softmax with a row operand
+        body = ["  m[i] = max(x[i, j] + r[i])", "  t[i, j] = exp(x[i, j] + r[i] - m[i])", "  s[i] = sum(t[i, j])",
+                "  y[i, j] = t[i, j] / s[i]"]
+    else:   # an arg-reduction of an expression, as a float
+        body = [f"  a[i] = argmax({e} - w[j])", "  y[i, j] = x[i, j] + f32(a[i]) * 0.001"]
+    return (f"func f(x: {dt}[M, N], w: {dt}[N], r: f32[M], c: f32[]) -> (y: {dt}[M, N]) {{\n"
+            + "\n".join(body) + "\n}\n")
+
+
+def test_random_row_programs_with_few_rows():
+    rng = np.random.default_rng(1131)
+    for k in range(24):
+        text = _row_program(rng)
+        sizes = {"M": int(rng.choice([1, 2, 3, 5, 8, 11, 16])), "N": int(rng.choice([97, 1031, 4099, 12289, 20000]))}
+        assert check_text(text, sizes, seed=k, targets=("mlu-sim",)) == {}, (text, sizes)
