@@ -151,7 +151,9 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
             break
     times = [c.time for c in costs] or [0.0]
     slow = costs[times.index(max(times))] if costs else TaskCost()
-    busy = sum(1 for c in costs if c.time > 0)
+    # busy: the tasks that move GDRAM bytes (every task may build constant vectors -- an iota, a column mask --
+    # before its loop; that is not work); the tasks that take any time when none moves any
+    busy = sum(1 for c in costs if c.gdram > 0) or sum(1 for c in costs if c.time > 0)
     return KernelCost(k.name, max(times) / m.clock_hz, n, busy, slow.pipes(rate)[0], slow.compute, slow.scalar,
                       sum(c.gdram for c in costs))
 
