@@ -42,15 +42,21 @@ MIN_COLS = 32
 MIN_N = 64
 
 
-def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = False) -> ir.Func:
+def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = False,
+               one_row: bool = False) -> ir.Func:
     """`func` (sizes specialised) with its tensors of one shape viewed as [R, C], or `func` itself when it does not
     apply. Vectors only unless `any_rank` (then tensors of any rank, all of one shape: schedule.py weighs that
-    view against the tensors as they are)."""
-    shape = _shape(func, types, any_rank)
+    view against the tensors as they are). `one_row`: as [1, N], its scalar intermediates as vectors [1] (a
+    whole-tensor statistic becomes the statistic of one row, for the split-rows recipe); only for functions with
+    such a statistic, no scalar result and one access pattern per statement."""
+    shape = _shape(func, types, any_rank or one_row)
     if shape is None:
         return func
     n = math.prod(shape)
-    cols = _columns(n)
+    stats = _row_stats(func, types, shape) if one_row else set()
+    if one_row and not stats:
+        return func
+    cols = n if one_row else _columns(n)
     rows = n // cols
     if len(shape) == 2 and shape == (rows, cols):
         return func
@@ -68,7 +74,11 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
             body.append(s)
             continue
 
-        def two(r, s=s):   # x[i, j, k] -> x[i, i_c]: one access walks the flat tensor with two variables
+        row = next((r.index[0] for r in [s.target] + refs(s.value) if tuple(types[r.name].shape) == shape), None)
+
+        def two(r, s=s, row=row):   # x[i, j, k] -> x[i, i_c]: one access walks the flat tensor with two variables
+            if isinstance(r, ir.Ref) and r.name in stats:   # (one_row: s[] -> s[i], the statistic of row i)
+                return dataclasses.replace(r, index=(row,))
             if not isinstance(r, ir.Ref) or tuple(types[r.name].shape) != shape:
                 return r
             v = r.index[0]
@@ -83,6 +93,25 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
         return dataclasses.replace(p, type=inner, view=ir.View(outer, (ir.Const(rows), ir.Const(cols)), loc=p.loc))
     return dataclasses.replace(func, params=tuple(viewed(p) for p in func.params),
                                results=tuple(viewed(p) for p in func.results), body=tuple(body))
+
+
+def _row_stats(func: ir.Func, types: dict, shape: tuple) -> set:
+    """The scalar intermediates of `func` when every statement accesses tensors of `shape` with one tuple of
+    variables (so that tuple's first variable can index them as the one row's statistics) and no result is a
+    scalar; else the empty set."""
+    if any(not p.type.shape for p in func.results):
+        return set()
+    stats = set()
+    for s in func.body:
+        if not isinstance(s, ir.Assign):
+            continue
+        tuples = {tuple(v.name for v in r.index) for r in [s.target] + refs(s.value)
+                  if tuple(types[r.name].shape) == shape}
+        if len(tuples) != 1:
+            return set()
+        if not types[s.target.name].shape:
+            stats.add(s.target.name)
+    return stats
 
 
 def _shape(func: ir.Func, types: dict, any_rank: bool) -> tuple | None:

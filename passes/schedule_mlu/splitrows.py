@@ -68,13 +68,15 @@ class _Split:
         self.part = ir.BinOp("%", task, B.c(parts))
 
     def share_buffers(self) -> dict[str, str]:
-        """value -> the NRAM vector holding it: computed full values share vectors by liveness, in the order the
-        kernel computes them (each pass's full values, its partial reductions, the stores after the last pass);
-        an operand's vector is free for values computed after it is last read, not for the op reading it."""
+        """value -> the NRAM vector holding it (its tile `NAME_t`, `NAME_l` for the last part). Vectors are shared
+        by liveness, in the order the kernel computes (each pass's full values, its partial reductions, the stores
+        after the last pass): the inputs start in vectors of their own; a value computed element-wise from an
+        operand read for the last time takes that operand's vector (in place: `x - m` into x's vector), else a
+        vector freed earlier, else a new one. So a softmax keeps one vector per part, not four."""
         vec = {x for x, k in self.kinds.items() if k in (FULL, COL) and x not in self.model.inputs}
         seq = []   # (value defined or None, values read)
         for p in range(self.npass + 1):
-            seq += [(op.dst.name, [a.name for a in op.args]) for op in self.ops
+            seq += [(op.dst.name, [a.name for a in op.args if a.kind != CONST]) for op in self.ops
                     if op.dst.kind in (FULL, COL) and self.need[op.dst.name] == p]
             seq += [(None, [op.args[0].name]) for op in self.reds if self.avail[op.dst.name] == p + 1]
         seq.append((None, [x for x, k in self.model.outputs.items() if k == FULL]))
@@ -82,15 +84,22 @@ class _Split:
         for i, (_, reads) in enumerate(seq):
             for x in reads:
                 last[x] = i
-        out, free, held = {}, [], {}
+        out = {x: x for x, k in self.model.inputs.items() if k in (FULL, COL)}
+        held = {x: x for x in out}   # vector -> the value it holds now (None: free)
+        free: list[str] = []
         for i, (dst, reads) in enumerate(seq):
+            dying = sorted(x for x in set(reads) if x in out and last.get(x) == i and held.get(out[x]) == x)
+            for x in dying:
+                held[out[x]] = None
             if dst in vec and dst not in out:
-                out[dst] = free.pop() if free else f"f{len(held)}_"
+                if dying:
+                    out[dst] = out[dying.pop(0)]
+                elif free:
+                    out[dst] = free.pop()
+                else:
+                    out[dst] = f"f{len(held)}_"
                 held[out[dst]] = dst
-            for x in set(reads):
-                if x in vec and last.get(x) == i and held.get(out.get(x)) == x:
-                    free.append(out[x])
-                    held[out[x]] = None
+            free += [out[x] for x in dying]
         return out
 
     # -- tiles -------------------------------------------------------------------------------------------------
@@ -102,8 +111,9 @@ class _Split:
             return B.ref(f"{x}_t", B.sl(0, 1))
         if self.kinds.get(x, ROW) in (FULL, COL):   # (one row: a vector)
             last = w == self.tail and self.tail != self.width
-            x = self.buf.get(x, x)
-            return B.ref(f"{x}_{'k' if last else 'h'}" if land else f"{x}_{'l' if last else 't'}", B.sl(0, w))
+            if land:   # (a 16-bit value's own landing tile: shared vectors are f32)
+                return B.ref(f"{x}_{'k' if last else 'h'}", B.sl(0, w))
+            return B.ref(f"{self.buf.get(x, x)}_{'l' if last else 't'}", B.sl(0, w))
         return B.ref(f"{x}_h" if land else f"{x}_t", B.sl(0, 1))
 
     def allocs(self) -> list:

@@ -98,3 +98,47 @@ def test_random_row_programs_with_few_rows():
         text = _row_program(rng)
         sizes = {"M": int(rng.choice([1, 2, 3, 5, 8, 11, 16])), "N": int(rng.choice([97, 1031, 4099, 12289, 20000]))}
         assert check_text(text, sizes, seed=k, targets=("mlu-sim",)) == {}, (text, sizes)
+
+
+WHOLE_SOFTMAX = ("func f(x: f32[A, B]) -> (y: f32[A, B]) {\n  m[] = max(x[i, j])\n  e[i, j] = exp(x[i, j] - m[])\n"
+                 "  s[] = sum(e[i, j])\n  y[i, j] = e[i, j] / s[]\n}\n")
+
+
+def test_whole_tensor_statistics_as_one_row():
+    """A softmax over a whole tensor (split_flat.py `one_row`: [A, B] as [1, A * B], the scalars as the row's
+    statistics) is one split-rows kernel; with in-place vectors one [W] vector per part holds x, e and y, so 4M
+    floats fit (it ran as five kernels, 2.7x the roofline)."""
+    assert _recipe(WHOLE_SOFTMAX, {"A": 4, "B": 1 << 20}) == "split-rows"
+    out, _ = run_default(parse_text(WHOLE_SOFTMAX), "mlu-sim", {"sizes": {"A": 4, "B": 1 << 20}})
+    f = out.funcs[0]
+    assert len(f.kernels) == 1 and f.params[0].type.shape == (1, 1 << 22)
+    for sizes in ({"A": 4, "B": 4099}, {"A": 1, "B": 70001}, {"A": 33, "B": 1000}):
+        assert check_text(WHOLE_SOFTMAX, sizes, seed=4, targets=("mlu-sim",)) == {}
+
+
+def _whole_program(rng) -> tuple[str, dict]:
+    dt = str(rng.choice(["f32", "f16", "bf16"]))
+    rank = int(rng.integers(1, 4))
+    names = ["A", "B", "C"][:rank]
+    iv = ", ".join("ijk"[:rank])
+    red = str(rng.choice(["sum", "max", "min", "mean"]))
+    e = str(rng.choice(["exp({})", "abs({})", "({}) * 0.5", "tanh({})"])).format(f"x[{iv}]")
+    if rng.integers(2):
+        body = [f"  s[] = {red}({e} * w[{iv}])", f"  y[{iv}] = x[{iv}] * w[{iv}] - s[] * c[]"]
+    else:
+        body = [f"  mu[] = mean(x[{iv}])", f"  d[{iv}] = x[{iv}] - mu[]", f"  v[] = mean(d[{iv}] * d[{iv}])",
+                f"  y[{iv}] = d[{iv}] / sqrt(v[] + 1e-05) + {e} * w[{iv}]"]
+    shape = ", ".join(names)
+    text = (f"func g(x: {dt}[{shape}], w: {dt}[{shape}], c: f32[]) -> (y: {dt}[{shape}]) {{\n"
+            + "\n".join(body) + "\n}\n")
+    dims = [int(rng.choice([1, 3, 7, 64, 97, 1031, 4099])) for _ in names]
+    while np.prod(dims) > 200_000:
+        dims[int(np.argmax(dims))] = 7
+    return text, dict(zip(names, dims))
+
+
+def test_random_whole_tensor_programs():
+    rng = np.random.default_rng(1132)
+    for k in range(20):
+        text, sizes = _whole_program(rng)
+        assert check_text(text, sizes, seed=k, targets=("mlu-sim",)) == {}, (text, sizes)
