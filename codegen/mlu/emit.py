@@ -30,6 +30,7 @@ from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len
 from gir.walk import map_expr
 from gir.codegen.mlu.vecops import COL, CONST, FULL, IDENT, ROW, SCALAR, Opd, VecEmitter
 from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.exactdiv import is_exact
 
 DIR = {("gdram", "nram"): "GDRAM2NRAM", ("nram", "gdram"): "NRAM2GDRAM", ("gdram", "sram"): "GDRAM2SRAM",
        ("sram", "nram"): "SRAM2NRAM", ("nram", "nram"): "NRAM2NRAM", ("nram", "sram"): "NRAM2SRAM",
@@ -346,7 +347,8 @@ class _KernelEmitter:
             # vector op would start at the buffer's first element: a long scan's offsets): scalar code
             return self.scalar_compute(s)
         out: list = []
-        vec = VecEmitter(out, self._scratch_full, self._mask_full, self._tail_consts, self._scratch16)
+        vec = VecEmitter(out, self._scratch_full, self._mask_full, self._tail_consts, self._scratch16,
+                         exact_div=is_exact(self.k))
         vec.emit(self.opd(s.target), s.value, self.opd)
         for x in out:
             self.emit(x)

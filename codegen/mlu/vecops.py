@@ -52,8 +52,10 @@ class Opd:
 
 
 class VecEmitter:
-    def __init__(self, out: list, scratch_full, mask_full=None, tail_consts=None, scratch16=None):
+    def __init__(self, out: list, scratch_full, mask_full=None, tail_consts=None, scratch16=None,
+                 exact_div: bool = False):
         self.out = out
+        self.exact_div = exact_div         # divide by a row statistic exactly (passes/schedule_mlu/exactdiv.py)
         self.mask_full = mask_full         # (Opd) -> C pointer of a 1/0 column-mask tile of that shape
         self.scratch_full = scratch_full   # (Opd like) -> C pointer of a scratch tile of the same size
         self.tail_consts = tail_consts     # (op, n, real) -> C pointers of a 1/0 mask of n (real ones first)
@@ -258,9 +260,6 @@ class VecEmitter:
                 self.out.append(call("bang_write_value", tmp.ptr, dst.length, s))
                 self.out.append(call(f"bang_{fn}", dst.ptr, tmp.ptr, a.ptr, dst.length))
                 return
-        if fn == "div":   # x / s as x * (1 / s): one scalar reciprocal, a simple-class vector op (as per row)
-            self.out.append(call("bang_mul_scalar", dst.ptr, a.ptr, C.Bin("/", f32(1.0), s), dst.length))
-            return
         self.out.append(call(f"bang_{fn}_scalar", dst.ptr, a.ptr, s, dst.length))
 
     def _per_row(self, dst: Opd, fn: str, a: Opd, row: Opd, swapped: bool) -> None:
@@ -269,7 +268,7 @@ class VecEmitter:
         if swapped and fn not in COMMUTES:
             fn = "r" + fn
         p = dst.pitch
-        if fn == "div":   # x / s[r] as x * (1 / s[r]): one scalar reciprocal per row, a simple-class vector op
+        if fn == "div" and not self.exact_div:   # x / s[r] as x * (1 / s[r]): one reciprocal per row, a simple op
             self.out.append(per_row(dst.rows, call("bang_mul_scalar", _row(dst.ptr, p), _row(a.ptr, p),
                                                    C.Bin("/", f32(1.0), row.at(_R)), p)))
             return

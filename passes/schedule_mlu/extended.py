@@ -70,8 +70,9 @@ def _long_kernel(name: str, model, ix, tasks: int, nram: int) -> ir.Kernel:
     chunked multi-pass kernel (longrows.py), the column index built per chunk on chip; NoTileFits when the
     function has other index values or viewed tensors, or no chunk fits."""
     if not ix.col or ix.row or ix.lead:
-        raise NoTileFits(f"no tile fits NRAM (one row of {model.n} elements with its index tiles exceeds "
-                         f"{nram} bytes, and chunked rows take only column indices)")
+        what = "its index tiles" if ix.any else "the scalar reductions' partial sums"
+        raise NoTileFits(f"no tile fits NRAM (one row of {model.n} elements with {what} exceeds {nram} bytes; "
+                         "chunked rows take column indices only)")
     try:
         kernel = longrows_kernel(model, f"{name}_mlu", tasks, nram, extra_cols=2)
     except GirError as e:

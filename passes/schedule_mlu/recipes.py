@@ -79,7 +79,7 @@ def _split_rows(spec, info, st: Setting, remarks) -> list:
     vfunc, ix = rewrite_index_values(spec, info)
     if ix.row or ix.lead:
         raise NotRowModel("row indices as values or rank > 2 rows")
-    items = split_rows_items(analyze_rows(vfunc if ix.col else spec, {}), st.name, st.tasks)
+    items = split_rows_items(analyze_rows(vfunc if ix.col else spec, {}), st.name, st.tasks, st.nram)
     used = max(kernel_nram(x) for x in items if isinstance(x, ir.Kernel))
     if used > st.nram:
         raise NotRowModel(f"a part of each row needs {used} bytes of NRAM")

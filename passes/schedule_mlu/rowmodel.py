@@ -107,7 +107,11 @@ class _Builder:
         self.count = 0
 
     def fresh(self, kind: str) -> Val:
+        """A temporary named `v<k>` that no tensor of the function is named (a user's `v1` overwritten by the
+        temporary of `x - r` gave wrong values once kernels computed a pass's values before its reductions)."""
         self.count += 1
+        while f"v{self.count}" in self.info.types:
+            self.count += 1
         name = f"v{self.count}"
         self.temps[name] = kind
         return Val(kind, name)

@@ -108,6 +108,10 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         raise NoTileFits(f"function '{func.name}': {e.message}", func.loc) from None
     from gir.passes.schedule_mlu.intcheck import integer_remark
     integer_remark(func, out, remarks)   # i32 computed in f32 tiles: exact below 2^24 only (said, not silent)
+    from gir.passes.schedule_mlu.exactdiv import mark_exact, needs_exact_division
+    info = func_info(func)
+    if needs_exact_division([st.stmt for st in info.stmts], info.types):   # floor(x / s): no reciprocal
+        out = mark_exact(out)
     return out
 
 
@@ -162,6 +166,10 @@ def _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, r
             alt = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, got_r, got_c, True, flat=view)
             seconds = estimate(alt).seconds
         except (GirError, ValueError, KeyError):
+            continue
+        except Exception as exc:   # noqa: BLE001 - an alternative's bug must not fail a function that has a schedule
+            _missed(remarks, f"function '{func.name}': internal error {type(exc).__name__} in the schedule of "
+                             f"{FLAT if view == 'any' else FLAT_ROW} (left out; please report): {exc}", func.loc)
             continue
         if alt is not out and MLU_RANKING.beats(seconds, best_s):
             best, best_s, picked = alt, seconds, (view, got_r, got_c)

@@ -29,12 +29,13 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.indexops import COLV, _iota
 from gir.passes.schedule_mlu.longrows import REDUCE, op_value, _passes
 from gir.passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, NotRowModel, RowModel
+from gir.passes.schedule_mlu.tiles_nram import kernel_nram
 
 F32 = ir.DType.f32
 COMBINE = {"rsum": "sum", "rmax": "max", "rmin": "min"}
 
 
-def split_rows_items(model: RowModel, name: str, tasks: int = 32) -> list:
+def split_rows_items(model: RowModel, name: str, tasks: int = 32, nram: int = 768 * 1024) -> list:
     """[the GDRAM partial buffers..., the kernel]; NotRowModel when the rows are enough for the cores, a row has
     fewer than two parts, or the model has per-column results."""
     m, n = model.m, model.n
@@ -43,17 +44,26 @@ def split_rows_items(model: RowModel, name: str, tasks: int = 32) -> list:
         raise NotRowModel(f"{m} rows are enough for {tasks} cores")
     if any(k == COL for k in model.outputs.values()):
         raise NotRowModel("per-column results")
-    width = L.round_up(-(-n // parts_max), L.PITCH)
-    parts = -(-n // width)
-    if parts < 2:
+    for p in range(parts_max, 1, -1):   # the most parts whose last one is the others' width or >= 64 columns
+        width = L.round_up(-(-n // p), L.PITCH)   # (a last part of one column would be a scalar tile)
+        parts = -(-n // width)
+        tail = n - (parts - 1) * width
+        if parts >= 2 and (tail == width or tail >= L.PITCH):
+            break
+    else:
         raise NotRowModel(f"rows of {n} elements are one part")
-    return _Split(model, name, tasks, parts, width).items()
+    split = _Split(model, name, tasks, parts, width, own_tail=True)
+    items = split.items()
+    if split.tail != width and max(kernel_nram(k) for k in items if isinstance(k, ir.Kernel)) > nram:
+        items = _Split(model, name, tasks, parts, width, own_tail=False).items()   # (reductions of the last
+    return items                                                                   # part then through masks)
 
 
 class _Split:
-    def __init__(self, model: RowModel, name: str, tasks: int, parts: int, width: int):
+    def __init__(self, model: RowModel, name: str, tasks: int, parts: int, width: int, own_tail: bool):
         self.model, self.name, self.tasks, self.parts, self.width = model, name, tasks, parts, width
         self.tail = model.n - (parts - 1) * width
+        self.own_tail = own_tail and self.tail != width   # the last part's values in vectors of its width
         self.ops = list(model.ops)
         self.avail, self.need = _passes(model, self.ops, {})
         self.kinds = dict(model.inputs)
@@ -110,7 +120,7 @@ class _Split:
         if x in self.scalars:
             return B.ref(f"{x}_t", B.sl(0, 1))
         if self.kinds.get(x, ROW) in (FULL, COL):   # (one row: a vector)
-            last = w == self.tail and self.tail != self.width
+            last = w == self.tail and self.own_tail
             if land:   # (a 16-bit value's own landing tile: shared vectors are f32)
                 return B.ref(f"{x}_{'k' if last else 'h'}", B.sl(0, w))
             return B.ref(f"{self.buf.get(x, x)}_{'l' if last else 't'}", B.sl(0, w))
@@ -124,7 +134,7 @@ class _Split:
             if x in self.scalars:
                 out.append(B.alloc(f"{x}_t", dtypes[x], (1,), "nram"))
                 continue
-            widths = [self.width] + ([self.tail] if self.tail != self.width else []) if k in (FULL, COL) else [1]
+            widths = [self.width] + ([self.tail] if self.own_tail else []) if k in (FULL, COL) else [1]
             for w in widths:
                 tiles = [(self.tile(x, w).name, F32)]
                 if dtypes.get(x, F32) != F32:

@@ -138,7 +138,9 @@ def analyze(func: ir.Func) -> Tiles:
 
 class _Builder:
     def __init__(self, t: Tiles, info):
+        from gir.passes.schedule_mlu.exactdiv import needs_exact_division
         self.t, self.info = t, info
+        self.exact = needs_exact_division([st.stmt for st in info.stmts], info.types)
         self.memo: dict = {}
         self.count = 0
         self.defined: dict[str, Val] = {}
@@ -238,7 +240,8 @@ class _Builder:
             if e.op == "!=" and const_is(e.rhs, 0) and boolean_value(e.lhs, self.info.types):
                 return self.expr(e.lhs)   # a 0 / 1 value is its own `!= 0` (boolarith.py's and / or)
             a, b = self.expr(e.lhs), self.expr(e.rhs)
-            if e.op == "/" and b.kind != CONST and _rank(b.kind) < _rank(a.kind) and _sub(b.kind, a.kind):
+            if e.op == "/" and b.kind != CONST and _rank(b.kind) < _rank(a.kind) and _sub(b.kind, a.kind) \
+                    and not self.exact:   # (exactdiv.py: a step function reads a quotient)
                 # a / b with b broadcast (a row / column / unit statistic): a * (1 / b), the reciprocal once
                 # per statistic and a simple-class multiply per element instead of a div-class op
                 return self.apply("mul", [a, self.apply("recip", [b])])

@@ -142,3 +142,29 @@ def test_random_whole_tensor_programs():
     for k in range(20):
         text, sizes = _whole_program(rng)
         assert check_text(text, sizes, seed=k, targets=("mlu-sim",)) == {}, (text, sizes)
+
+
+@pytest.mark.parametrize("sample,m,n", [("softmax", 1, 63489), ("softmax", 2, 15361), ("layernorm", 3, 5761),
+                                        ("argreduce", 5, 65), ("softmax", 1, 2049)])
+def test_last_part_never_one_column(sample, m, n):
+    """Widths whose last part would be one column (a scalar tile: 'unsupported scalar compute Reduce', a review's
+    finding) take fewer parts instead."""
+    text = (REPO / "samples" / f"{sample}.gir").read_text()
+    assert check_text(text, {"M": m, "N": n}, seed=5, targets=("mlu-sim",)) == {}
+
+
+def test_16_bit_last_part_through_masks_when_its_own_vectors_do_not_fit():
+    """f16 softmax 4 x 200000: vectors of the last part's own width do not fit NRAM beside the others; the last
+    part then reduces through masks (it fell to the row recipe, 22.5x the roofline)."""
+    text = (REPO / "samples" / "softmax_f16.gir").read_text()
+    assert _recipe(text, {"M": 4, "N": 200000}) == "split-rows"
+    assert check_text(text, {"M": 2, "N": 70001}, seed=6, targets=("mlu-sim",)) == {}
+
+
+def test_user_tensor_named_like_a_row_model_temporary():
+    """rowmodel.py named its temporaries v1, v2, ... over a user's `v1`: split-rows computes a pass's full values
+    before its reductions, so the statistic read the user's v1 (rel. error 1.0, a review's finding)."""
+    text = ("func f(x: f32[M, N], r: f32[M]) -> (y: f32[M, N]) {\n  s[i] = sum(x[i, j] - r[i])\n"
+            "  v1[i, j] = x[i, j] * 2.0\n  y[i, j] = v1[i, j] + s[i]\n}\n")
+    for sizes in ({"M": 2, "N": 20011}, {"M": 64, "N": 1000}):
+        assert check_text(text, sizes, seed=7, targets=("mlu-sim",)) == {}

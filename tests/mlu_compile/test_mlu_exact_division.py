@@ -1,0 +1,40 @@
+"""A quotient read by a step function divides exactly on the MLU (passes/schedule_mlu/exactdiv.py): the row and
+tile recipes' `x * (1 / s)` is one ulp low for x = s = 41, so `floor(x / c[])` gave 0 on mlu-sim and 1 on sim (a
+review's finding); quotients that only flow on into arithmetic keep the reciprocal."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gir
+from gir.parser import parse_text
+from gir.passes.schedule_mlu.exactdiv import needs_exact_division
+from gir.shapes import func_info
+
+FLOOR_SCALAR = "func f(x: f32[M, N], c: f32[]) -> (y: f32[M, N]) {\n  y[i, j] = floor(x[i, j] / c[])\n}\n"
+FLOOR_ROW = "func f(x: f32[M, N], r: f32[M]) -> (y: f32[M, N]) {\n  y[i, j] = floor(x[i, j] / r[i])\n}\n"
+I32_VIA = ("func f(x: f32[M, N], r: f32[M]) -> (y: i32[M, N]) {\n  q[i, j] = x[i, j] / r[i]\n"
+           "  y[i, j] = i32(q[i, j] + 0.0)\n}\n")
+COMPARE = ("func f(x: f32[M, N], r: f32[M]) -> (y: f32[M, N]) {\n"
+           "  y[i, j] = select(x[i, j] / r[i] >= 1.0, 1.0, 0.0)\n}\n")
+
+
+def _needs(text: str) -> bool:
+    info = func_info(parse_text(text).funcs[0])
+    return needs_exact_division([st.stmt for st in info.stmts], info.types)
+
+
+def test_which_functions_divide_exactly():
+    assert all(_needs(t) for t in (FLOOR_SCALAR, FLOOR_ROW, I32_VIA, COMPARE))
+    softmax = ("func f(x: f32[M, N], t: i32[M]) -> (y: f32[M, N], k: i32[M]) {\n  s[i] = sum(exp(x[i, j]))\n"
+               "  y[i, j] = exp(x[i, j]) / s[i]\n  k[i] = argmax(select(t[i] == 0, x[i, j], 0.0))\n}\n")
+    assert not _needs(softmax)   # (a compare, but not of a quotient)
+
+
+@pytest.mark.parametrize("text", [FLOOR_SCALAR, FLOOR_ROW, I32_VIA, COMPARE])
+@pytest.mark.parametrize("m,n", [(4, 4096), (64, 1000), (1, 100000)])
+def test_quotients_of_equal_values_are_one(text, m, n):
+    x = np.full((m, n), 41.0, np.float32)
+    d = np.float32(41.0) if "c: f32[]" in text else np.full(m, 41.0, np.float32)
+    k = gir.compile(text, target="mlu-sim", sizes={"M": m, "N": n}, cache=False)
+    assert np.array_equal(np.unique(np.asarray(k(x, d))), [1])
