@@ -126,9 +126,12 @@ def test_unrelated_row_axes_are_not_crossed():
     _check_values(func, explicit, sizes)
 
 
-def test_groups_that_cannot_be_composed_say_so():
-    """The tile recipe schedules this function's first group with merged-axis views, which a composition cannot
-    declare: the whole-function schedule stands and a missed remark names why (it was silent)."""
+def test_groups_are_scheduled_without_views():
+    """The tile recipe scheduled this function's first group with merged-axis views, which a composition cannot
+    declare, so the groups were not tried (a missed remark said so); the groups are now scheduled without views
+    (as a split's segments are), so the composition is always a candidate, ranked by the cost model against the
+    whole-function schedule. (Rows of flat memory made every group of `three` above viewed: its composition was
+    refused and the tile recipe's cross product, 5870x the compulsory bytes, stood.)"""
     text = """func f(x: f32[A, B, C]) -> (y: f32[A, B, C], z: f32[A, B, C]) {
   r[a] = sum(x[a, b, c])
   y[a, b, c] = x[a, b, c] - r[a]
@@ -137,7 +140,5 @@ def test_groups_that_cannot_be_composed_say_so():
 """
     sizes = {"A": 5, "B": 6, "C": 7}
     func, explicit, ctx = _pipeline(text, sizes)
-    missed = [r for r in ctx.remarks if r.kind == "missed" and "were not tried as MLU functions" in r.message]
-    followed = any("follows the IDFG" in r.message for r in ctx.remarks)
-    assert followed or (missed and missed[0].loc is not None)
+    assert not [r for r in ctx.remarks if r.kind == "missed" and "were not tried as MLU functions" in r.message]
     _check_values(func, explicit, sizes)

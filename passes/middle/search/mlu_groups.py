@@ -43,11 +43,16 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
     order = _dependence_order(g.groups, assigns, reads, group_of)
     if order is None:
         return None
+    from gir.passes.schedule_mlu.segments import NO_VIEWS
     parts = []
     for grp in order:
         sub = part_function(func, sorted(grp.stmts), g.types, f"{func.name}_g{grp.id}")
-        if sub is not None:
-            parts.append(schedule_mlu(sub, sizes, remarks=remarks, choices=choices))
+        if sub is not None:   # no views (merged axes, rows of flat memory): the groups share declared tensors
+            NO_VIEWS.add(sub.name)
+            try:
+                parts.append(schedule_mlu(sub, sizes, remarks=remarks, choices=choices))
+            finally:
+                NO_VIEWS.discard(sub.name)
     if any(p.view is not None for part in parts for p in part.params + part.results):
         raise GirError("a group's schedule views its tensors (merged axes, or a vector as rows), which the "
                        "composition of the groups cannot declare", func.loc)
