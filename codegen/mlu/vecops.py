@@ -260,6 +260,9 @@ class VecEmitter:
                 self.out.append(call("bang_write_value", tmp.ptr, dst.length, s))
                 self.out.append(call(f"bang_{fn}", dst.ptr, tmp.ptr, a.ptr, dst.length))
                 return
+        if fn == "div" and not self.exact_div:   # x / s as x * (1 / s): one reciprocal, a simple op (as per row)
+            self.out.append(call("bang_mul_scalar", dst.ptr, a.ptr, C.Bin("/", f32(1.0), s), dst.length))
+            return
         self.out.append(call(f"bang_{fn}_scalar", dst.ptr, a.ptr, s, dst.length))
 
     def _per_row(self, dst: Opd, fn: str, a: Opd, row: Opd, swapped: bool) -> None:

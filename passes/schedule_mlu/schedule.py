@@ -91,15 +91,10 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         try:
             out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split)
         except GirError as exc:
-            if rank == 1:   # vectors seen as rows that no recipe can take (one row too long for NRAM): as they are
-                _drop_after(remarks, choices, marks)
-                out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split,
-                                flat=False)
-            elif rank > 1 and mode == "fused":   # no recipe takes the tensors in their shape: their flat memory
-                _drop_after(remarks, choices, marks)
-                out = _flat_or_raise(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, exc)
-            else:
+            if not rank or (rank > 1 and mode != "fused"):
                 raise
+            out = _flat_or_raise(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, marks,
+                                 exc, rank)
         else:
             if rank and mode == "fused":
                 out = _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices,
@@ -121,7 +116,7 @@ def _flat_shape(func: ir.Func, sizes: dict[str, int]) -> int:
     from gir.passes.schedule_mlu.split_flat import split_flat
     full = specialize(func, sizes)
     types = func_info(full).types
-    if split_flat(full, types, any_rank=True) is full:
+    if split_flat(full, types, any_rank=True) is full and split_flat(full, types, one_row=True) is full:
         return 0
     return max(len(t.shape) for t in types.values())
 
@@ -136,15 +131,35 @@ FLAT = "its tensors (all of one shape) seen as [R, C] rows of their flat memory 
 FLAT_ROW = "its tensors (all of one shape) seen as one row [1, N], whole-tensor statistics as the row's (split_flat.py)"
 
 
-def _flat_or_raise(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, exc) -> ir.Func:
-    """The schedule of `func` with its tensors seen as rows of their flat memory, or `exc` (the schedule of the
-    tensors in their shape failed: a whole sum of [3, 262144], whose rows no tile holds)."""
+def _flat_or_raise(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, marks, exc,
+                   rank: int) -> ir.Func:
+    """The schedule of `func` when the first one failed with `exc`: vectors as they are (no recipe takes their
+    rows: a prime length is one row too long for NRAM) or tensors of rank 2 or more as [R, C] rows of their flat
+    memory (a whole sum of [3, 262144], whose rows no tile holds), then, in fused mode, the fastest of that and
+    the tensors as one row (split-rows: a whole sum over a prime number of elements); `exc` when none runs."""
+    _drop_after(remarks, choices, marks)
     try:
-        out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, True, flat="any")
+        out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, True,
+                        flat=False if rank == 1 else "any")
+        if rank > 1 and choices is not None:
+            choices.append(f"{FLAT}: no schedule takes them in their shape ({exc.message})")
     except GirError:
+        out = None
+    if mode != "fused":
+        if out is None:
+            raise exc from None
+        return out
+    if out is not None:
+        return _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices,
+                               marks, ("row",))
+    _drop_after(remarks, choices, marks)
+    try:
+        out = _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, True, flat="row")
+    except GirError:
+        _drop_after(remarks, choices, marks)
         raise exc from None
     if choices is not None:
-        choices.append(f"{FLAT}: no schedule takes them in their shape ({exc.message})")
+        choices.append(f"{FLAT_ROW}: no schedule takes them otherwise ({exc.message})")
     return out
 
 

@@ -46,9 +46,9 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
                one_row: bool = False) -> ir.Func:
     """`func` (sizes specialised) with its tensors of one shape viewed as [R, C], or `func` itself when it does not
     apply. Vectors only unless `any_rank` (then tensors of any rank, all of one shape: schedule.py weighs that
-    view against the tensors as they are). `one_row`: as [1, N], its scalar intermediates as vectors [1] (a
-    whole-tensor statistic becomes the statistic of one row, for the split-rows recipe); only for functions with
-    such a statistic, no scalar result and one access pattern per statement."""
+    view against the tensors as they are). `one_row`: as [1, N], the scalars it computes as vectors [1] (a
+    whole-tensor statistic becomes the statistic of one row, for the split-rows recipe; a scalar result is viewed
+    `as [1]`); only for functions with such a statistic and one access pattern per statement."""
     shape = _shape(func, types, any_rank or one_row)
     if shape is None:
         return func
@@ -58,7 +58,7 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
         return func
     cols = n if one_row else _columns(n)
     rows = n // cols
-    if len(shape) == 2 and shape == (rows, cols):
+    if len(shape) == 2 and shape == (rows, cols) and not one_row:   # (one row: its scalars become the row's)
         return func
     taken = {x.name for s in func.body if isinstance(s, ir.Assign)
              for e in (s.target, s.value) for x in walk(e) if isinstance(x, ir.Var)}
@@ -86,6 +86,9 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
         body.append(dataclasses.replace(s, target=two(s.target), value=map_expr(s.value, two)))
 
     def viewed(p: ir.Param) -> ir.Param:
+        if p.name in stats:   # a scalar result as the one row's statistic: `s: f32[] as [1]`
+            inner = ir.TensorType(p.type.dtype, (1,), loc=p.type.loc)
+            return dataclasses.replace(p, type=inner, view=ir.View(p.type, (ir.Const(1),), loc=p.loc))
         if tuple(p.type.shape) != shape:
             return p
         inner = ir.TensorType(p.type.dtype, (rows, cols), loc=p.type.loc)
@@ -96,11 +99,9 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
 
 
 def _row_stats(func: ir.Func, types: dict, shape: tuple) -> set:
-    """The scalar intermediates of `func` when every statement accesses tensors of `shape` with one tuple of
-    variables (so that tuple's first variable can index them as the one row's statistics) and no result is a
-    scalar; else the empty set."""
-    if any(not p.type.shape for p in func.results):
-        return set()
+    """The scalars `func` computes (intermediates and results) when every statement accesses tensors of `shape`
+    with one tuple of variables (so that tuple's first variable can index them as the one row's statistics); else
+    the empty set."""
     stats = set()
     for s in func.body:
         if not isinstance(s, ir.Assign):

@@ -271,6 +271,12 @@ class _Split:
         if row_out:
             first = ir.BinOp("==", self.part, B.c(0))
             body.append(ir.If(active, (ir.If(first, tuple(row_out)),)))
+        body = [x for x in body if not _empty(x)]
         par = ir.Parallel("task_", B.c(0), B.c(self.tasks), ir.ParLevel.core, tuple(self.allocs() + body))
         bufs = [B.alloc(self.buffer(op), F32, (m.m, self.parts), "gdram") for op in self.reds]
         return bufs + [ir.Kernel(self.name, (par,), (("task_dim", str(self.tasks)),))]
+
+
+def _empty(s) -> bool:
+    """An `if` with nothing to do in either branch (a pass without row values, a last pass without full values)."""
+    return isinstance(s, ir.If) and all(_empty(x) for x in s.then) and all(_empty(x) for x in s.orelse)

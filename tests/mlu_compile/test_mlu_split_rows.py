@@ -168,3 +168,18 @@ def test_user_tensor_named_like_a_row_model_temporary():
             "  v1[i, j] = x[i, j] * 2.0\n  y[i, j] = v1[i, j] + s[i]\n}\n")
     for sizes in ({"M": 2, "N": 20011}, {"M": 64, "N": 1000}):
         assert check_text(text, sizes, seed=7, targets=("mlu-sim",)) == {}
+
+
+@pytest.mark.parametrize("text,sizes", [
+    ("func f(x: f32[A, B]) -> (t: f32[]) {\n  t[] = sum(x[i, j])\n}\n", {"A": 1, "B": 100003}),
+    ("func f(x: f32[A, B]) -> (t: f32[]) {\n  t[] = sum(x[i, j])\n}\n", {"A": 3, "B": 262147}),
+    ("func f(x: f16[A, B, C], z: f16[A, B, C]) -> (t: f32[]) {\n  t[] = mean(f32(x[i, j, k]) - f32(z[i, j, k]))\n}\n",
+     {"A": 3, "B": 5, "C": 70001}),
+    ((REPO / "samples" / "mse_loss.gir").read_text(), {"M": 3, "N": 100003}),
+])
+def test_whole_reductions_over_lengths_without_a_divisor(text, sizes):
+    """A whole reduction whose element count has no divisor in [32, 4096] was one row no tile holds: refused
+    ('no tile fits NRAM') or, as a vector, a scalar kernel (the f16 mean: 77,057x the roofline, a review's
+    finding). As one row cut over the cores, its result viewed `as [1]`, it is one split-rows kernel."""
+    assert _recipe(text, sizes) == "split-rows"
+    assert check_text(text, sizes, seed=8, targets=("mlu-sim",)) == {}
