@@ -18,6 +18,7 @@ from gir.walk import walk
 STEPS = ("floor", "ceil", "round", "i32", "i64", "bool")
 STEP_OPS = ("==", "!=", "<", "<=", ">", ">=", "//", "%")
 ATTR = ("division", "exact")
+SCOPES: list = []   # functions being scheduled that divide exactly (their segments and groups inherit it)
 
 
 def needs_exact_division(stmts, types: dict) -> bool:
@@ -39,6 +40,12 @@ def needs_exact_division(stmts, types: dict) -> bool:
                 return True
             divided.add(s.target.name)
     return False
+
+
+def in_exact_scope() -> bool:
+    """Whether an enclosing function being scheduled divides exactly: a segment of a split holding `q = x / c`
+    while `floor(q)` is in the next one must divide exactly too (a review's finding)."""
+    return bool(SCOPES)
 
 
 def mark_exact(func: ir.Func) -> ir.Func:

@@ -86,6 +86,20 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
     if has_scan(func):   # scan operands the scan kernel cannot compute on chip get a statement of their own
         func = materialize_operands(func, specialize(func, sizes), remarks)
     marks = (len(remarks) if remarks is not None else 0, len(choices) if choices is not None else 0)
+    from gir.passes.schedule_mlu.exactdiv import SCOPES, mark_exact, needs_exact_division
+    info = func_info(func)
+    exact = needs_exact_division([st.stmt for st in info.stmts], info.types)   # floor(x / s): no reciprocal
+    if exact:
+        SCOPES.append(func.name)
+    try:
+        out = _schedule_func(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split, marks)
+    finally:
+        if exact:
+            SCOPES.pop()
+    return mark_exact(out) if exact else out
+
+
+def _schedule_func(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split, marks):
     try:
         rank = _flat_shape(func, sizes) if split and _views_ok() else 0   # tensors split_flat may see as rows
         try:
@@ -103,10 +117,6 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         raise NoTileFits(f"function '{func.name}': {e.message}", func.loc) from None
     from gir.passes.schedule_mlu.intcheck import integer_remark
     integer_remark(func, out, remarks)   # i32 computed in f32 tiles: exact below 2^24 only (said, not silent)
-    from gir.passes.schedule_mlu.exactdiv import mark_exact, needs_exact_division
-    info = func_info(func)
-    if needs_exact_division([st.stmt for st in info.stmts], info.types):   # floor(x / s): no reciprocal
-        out = mark_exact(out)
     return out
 
 

@@ -138,9 +138,9 @@ def analyze(func: ir.Func) -> Tiles:
 
 class _Builder:
     def __init__(self, t: Tiles, info):
-        from gir.passes.schedule_mlu.exactdiv import needs_exact_division
+        from gir.passes.schedule_mlu.exactdiv import in_exact_scope, needs_exact_division
         self.t, self.info = t, info
-        self.exact = needs_exact_division([st.stmt for st in info.stmts], info.types)
+        self.exact = in_exact_scope() or needs_exact_division([st.stmt for st in info.stmts], info.types)
         self.memo: dict = {}
         self.count = 0
         self.defined: dict[str, Val] = {}

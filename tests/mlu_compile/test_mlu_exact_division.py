@@ -38,3 +38,14 @@ def test_quotients_of_equal_values_are_one(text, m, n):
     d = np.float32(41.0) if "c: f32[]" in text else np.full(m, 41.0, np.float32)
     k = gir.compile(text, target="mlu-sim", sizes={"M": m, "N": n}, cache=False)
     assert np.array_equal(np.unique(np.asarray(k(x, d))), [1])
+
+
+def test_quotient_and_step_in_different_segments():
+    """The split puts `q = x / c` and `floor(q)` in different segments: the exactness of the whole function
+    holds for every segment (the tile recipe decided it per segment: floor(41 / 41) = 0, a review's finding)."""
+    text = ("func f(x: f32[A, B]) -> (y: f32[A, B], n: i32[]) {\n  c[] = min(x[i, j])\n  q[i, j] = x[i, j] / c[]\n"
+            "  n[] = i32(max(x[i, j]))\n  y[i, j] = floor(q[i, j])\n}\n")
+    k = np.arange(7 * 41).reshape(7, 41)
+    x = ((k % 13 + 1) * 41).astype(np.float32)
+    y, n = gir.compile(text, target="mlu-sim", sizes={"A": 7, "B": 41}, cache=False)(x)
+    assert np.array_equal(np.asarray(y), np.floor(x / 41)) and int(n) == 533
