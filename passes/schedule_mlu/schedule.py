@@ -196,7 +196,7 @@ def _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, r
             _missed(remarks, f"function '{func.name}': internal error {type(exc).__name__} in the schedule of "
                              f"{FLAT if view == 'any' else FLAT_ROW} (left out; please report): {exc}", func.loc)
             continue
-        if alt is not out and MLU_RANKING.beats(seconds, best_s):
+        if MLU_RANKING.beats(seconds, best_s):
             best, best_s, picked = alt, seconds, (view, got_r, got_c)
     if picked is None:
         return out
