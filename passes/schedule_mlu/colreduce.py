@@ -24,6 +24,7 @@ from __future__ import annotations
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.fullreduce import mean_of
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32 = ir.DType.f32
@@ -123,7 +124,7 @@ def colreduce_func(spec: ir.Func, info, tasks: int = 32) -> list:
     items: list = []
     if parts == 1:
         if op == "mean":
-            body.append(ir.Assign(B.ref("acc_t", B.sl(0, d)), ir.BinOp("*", B.ref("acc_t", B.sl(0, d)), B.c(1.0 / s))))
+            body.append(ir.Assign(B.ref("acc_t", B.sl(0, d)), mean_of(B.ref("acc_t", B.sl(0, d)), s)))
         body += _store_steps(ir.Ref(yn, _idx(outer, bvar, B.sl(0, d))), "acc_t", "acc_h", d, dt)
     else:
         part = f"{name}_part"
@@ -181,7 +182,7 @@ def _combine_kernel(name, spec, yn, op, red, nb, parts, d, s, outer, tasks, dt=F
         o = B.ref("o_t", B.sl(0, width))
         out = [ld, ir.Assign(o, ir.Reduce(red, B.ref("p_t", B.sl(0, parts), B.sl(0, width)), (0,)))]
         if op == "mean":
-            out.append(ir.Assign(o, ir.BinOp("*", o, B.c(1.0 / s))))
+            out.append(ir.Assign(o, mean_of(o, s)))
         out += _store_steps(ir.Ref(yn, _idx(outer, bvar, B.sl(c0, width))), "o_t", "o_h", width, dt)
         return out
     body = steps(dc) if dl == dc else [ir.If(ir.BinOp("==", cvar, B.c(chunks - 1)), tuple(steps(dl)),

@@ -6,7 +6,8 @@ statistic instead of one per element. The product can be one ulp below the quoti
 `floor(x[i, j] / c[])` gave 0 for x = c = 41 on mlu-sim, 1 on sim. A function whose floor / ceil / round, integer
 or boolean conversions, compares, `//` or `%` read a quotient (directly or through the tensors it defines) divides
 exactly everywhere: its kernels carry the attribute `division=exact` (codegen/mlu/vecops.py `_per_row`) and the
-tile recipe keeps the division (tiles.py).
+tile recipe keeps the division (tiles.py). A `mean` is a quotient too (its sum divided by the count): where it
+must be exact every recipe divides by the count instead of multiplying by its reciprocal (`count_scale`).
 """
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def needs_exact_division(stmts, types: dict) -> bool:
     divided: set[str] = set()   # tensors whose value depends on a quotient
 
     def quotient(e) -> bool:
-        return any(isinstance(x, ir.BinOp) and x.op == "/" or isinstance(x, ir.Ref) and x.name in divided
-                   for x in walk(e))
+        return any(isinstance(x, ir.BinOp) and x.op == "/" or isinstance(x, ir.Reduce) and x.op == "mean"
+                   or isinstance(x, ir.Ref) and x.name in divided for x in walk(e))
     for s in stmts:
         for x in walk(s.value):
             if isinstance(x, ir.Call) and x.fn in STEPS and any(quotient(a) for a in x.args):
@@ -46,6 +47,13 @@ def in_exact_scope() -> bool:
     """Whether an enclosing function being scheduled divides exactly: a segment of a split holding `q = x / c`
     while `floor(q)` is in the next one must divide exactly too (a review's finding)."""
     return bool(SCOPES)
+
+
+def count_scale(count: int, exact: bool = False) -> tuple[str, float]:
+    """(operator, constant) that turns a sum over `count` elements into their mean: a division by the count in a
+    function that divides exactly (`floor(mean(x))` of ones: 41 * fl(1 / 41) = 0.99999994 floors to 0), else a
+    multiply by its reciprocal (a simple-class op)."""
+    return ("/", float(count)) if exact or in_exact_scope() else ("*", 1.0 / count)
 
 
 def mark_exact(func: ir.Func) -> ir.Func:

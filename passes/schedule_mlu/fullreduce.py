@@ -24,6 +24,7 @@ from gir import ir
 from gir.shapes import reductions_preorder
 from gir.walk import map_expr, walk
 from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu.exactdiv import count_scale, in_exact_scope
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32, I32 = ir.DType.f32, ir.DType.i32
@@ -91,12 +92,17 @@ def split_scalar(func: ir.Func, info) -> tuple[ir.Func, list[ScalarReduce], list
     return main, reds, extra
 
 
+def mean_of(total, count: int) -> ir.Expr:
+    op, c = count_scale(count)   # (exactdiv.py: a division where a step function reads the mean)
+    return ir.BinOp(op, total, B.c(c))
+
+
 def _replace(e, node, new):
     if e is node:
         return new
     if isinstance(e, ir.BinOp):
         lhs, rhs = _replace(e.lhs, node, new), _replace(e.rhs, node, new)
-        if e.op == "/" and isinstance(rhs, ir.Const) and rhs.value:   # x / c as x * (1 / c)
+        if e.op == "/" and isinstance(rhs, ir.Const) and rhs.value and not in_exact_scope():   # x * (1 / c)
             return ir.BinOp("*", lhs, B.c(1.0 / float(rhs.value)))
         return ir.BinOp(e.op, lhs, rhs)
     if isinstance(e, ir.UnOp):
@@ -143,7 +149,7 @@ def combine_kernel(red: ScalarReduce, m: int, name: str, src_dtype: ir.DType = F
         body.append(ir.Assign(B.ref(land, B.sl(0, c)), B.c(ident if land == "cb_" else pad)))
         body.append(B.move("load", B.ref(land, B.sl(0, tail)), B.ref(red.src, B.sl(full * c, tail))))
         body += step()
-    wrapped = ir.BinOp("*", acc, B.c(1.0 / red.count)) if red.op == "mean" else acc
+    wrapped = mean_of(acc, red.count) if red.op == "mean" else acc
     value = _replace(red.value, red.node, wrapped)
     scalars = list(dict.fromkeys(x.name for x in walk(value) if isinstance(x, ir.Ref) and not x.index and
                                  types is not None and x.name in types and not types[x.name].shape))

@@ -31,7 +31,8 @@ from gir.passes.schedule_mlu.rowmodel import COL, CONST, FULL, ROW, SCALAR, Op, 
 
 F32 = ir.DType.f32
 REDUCE = ("rsum", "rmax", "rmin")
-IDENT = {"rsum": 0.0, "rmax": -3.0e38, "rmin": 3.0e38}
+IDENT = {"rsum": 0.0, "rmax": float("-inf"), "rmin": float("inf")}   # (an all -inf row: argmax 0, as numpy)
+ONLINE_MAX_START = -3.0e38   # the running max of an online sum starts finite: exp(m - m') of a chunk of -inf only
 OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -297,8 +298,9 @@ def longrows_kernel(model: RowModel, name: str, tasks: int = 32, nram: int = 768
                 tile.append(ir.Assign(t(x), ir.Call("f32", (land,))))
     tile += row_ops(0)
     for p, (rp, fops, ins) in enumerate(passes, 1):
-        for op in rp:
-            tile.append(ir.Assign(t(op.dst.name), B.c(IDENT[op.fn])))
+        for op in rp:   # (an online max: a chunk of -inf only would give exp(-inf - -inf) = NaN)
+            start = ONLINE_MAX_START if op.dst.name in online.values() else IDENT[op.fn]
+            tile.append(ir.Assign(t(op.dst.name), B.c(start)))
         tile += chunk_loop(f"ch{p}_", ins, fops, rp, [])
         tile += row_ops(p)
     if fin:

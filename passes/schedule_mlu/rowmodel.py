@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
+from gir.passes.schedule_mlu.exactdiv import count_scale
 from gir.shapes import func_info
 from gir.walk import walk
 
@@ -204,8 +205,9 @@ class _Builder:
                 raise NotRowModel(f"reduction {e.op}")
             dst = self.fresh(ROW)
             self.ops.append(Op(dst, "r" + ("sum" if e.op == "mean" else e.op), (arg,)))
-            if e.op == "mean":
-                return self.apply("mul", [dst, Val(CONST, const=1.0 / self.n)])
+            if e.op == "mean":   # (exactdiv.py: by the count where a step function reads the mean)
+                op, c = count_scale(self.n)
+                return self.apply(BINOPS[op], [dst, Val(CONST, const=c)])
             return dst
         raise NotRowModel(f"expression {type(e).__name__}")
 

@@ -16,8 +16,9 @@ recipe takes that row (a reduction over a row too long for NRAM) the function is
 (schedule.py retries without the view). A vector already viewed (`x: f32[1, N]
 as [N]`) is viewed again from its declared type. Applies when every tensor of the function is a scalar or a vector
 of one length N >= MIN_N, every access to a vector is a plain index variable (no `x[i + 1]`, no reversal), and no
-index variable is used as a value; it leaves scans to the scan kernels and integer vectors to their exact 1-D
-kernels. Not inside a segment of a split or a
+index variable is used as a value (as one row, `one_row`, it may be: it is the column's, the row being 0 -- the
+lowering of `k[] = argmax(v[i])`); it leaves scans to the scan kernels and integer vectors to their exact 1-D
+kernels (integer and boolean scalars a function computes are one row's statistics, `n[] = i32(sum(x))`). Not inside a segment of a split or a
 statement of the op-by-op baseline (their callers declare the tensors unviewed): the whole function only.
 
 `any_rank`: tensors of any rank, all of one shape S, are seen the same way (`x[i, j, k]` -> `x[i, i_c]`, the
@@ -35,7 +36,7 @@ import math
 from gir import ir
 from gir.passes.builtin.exprs import refs, value_vars_of
 from gir.scan import is_scan
-from gir.walk import map_expr, walk
+from gir.walk import map_expr_pre, walk
 
 MAX_COLS = 4096
 MIN_COLS = 32
@@ -49,7 +50,7 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
     view against the tensors as they are). `one_row`: as [1, N], the scalars it computes as vectors [1] (a
     whole-tensor statistic becomes the statistic of one row, for the split-rows recipe; a scalar result is viewed
     `as [1]`); only for functions with such a statistic and one access pattern per statement."""
-    shape = _shape(func, types, any_rank or one_row)
+    shape = _shape(func, types, any_rank or one_row, int_stats=one_row)
     if shape is None:
         return func
     n = math.prod(shape)
@@ -79,11 +80,13 @@ def split_flat(func: ir.Func, types: dict[str, ir.TensorType], any_rank: bool = 
         def two(r, s=s, row=row):   # x[i, j, k] -> x[i, i_c]: one access walks the flat tensor with two variables
             if isinstance(r, ir.Ref) and r.name in stats:   # (one_row: s[] -> s[i], the statistic of row i)
                 return dataclasses.replace(r, index=(row,))
+            if isinstance(r, ir.Var):   # (one_row of a vector: an index used as a value is the column's, row 0)
+                return ir.Var(fresh(r.name), loc=r.loc)
             if not isinstance(r, ir.Ref) or tuple(types[r.name].shape) != shape:
                 return r
             v = r.index[0]
             return dataclasses.replace(r, index=(v, ir.Var(fresh(v.name), loc=v.loc)))
-        body.append(dataclasses.replace(s, target=two(s.target), value=map_expr(s.value, two)))
+        body.append(dataclasses.replace(s, target=two(s.target), value=map_expr_pre(s.value, two)))
 
     def viewed(p: ir.Param) -> ir.Param:
         if p.name in stats:   # a scalar result as the one row's statistic: `s: f32[] as [1]`
@@ -115,12 +118,15 @@ def _row_stats(func: ir.Func, types: dict, shape: tuple) -> set:
     return stats
 
 
-def _shape(func: ir.Func, types: dict, any_rank: bool) -> tuple | None:
-    """The one shape S (of N >= MIN_N elements) of every tensor that is not a scalar, when every tensor is a float,
-    no statement is a scan or uses an index variable as a value, and each access to a tensor of shape S is a tuple
-    of distinct index variables that, within its statement, is either the same tuple as another access's or
-    shares no variable with it (then every access walks the flat tensor in the same order); else None."""
-    if any(not t.dtype.is_float for t in types.values()):
+def _shape(func: ir.Func, types: dict, any_rank: bool, int_stats: bool = False) -> tuple | None:
+    """The one shape S (of N >= MIN_N elements) of every tensor that is not a scalar, when every tensor is a float
+    (`int_stats`: or a scalar the function computes, `n[] = i32(mean(x))`: the one row's statistic, as an
+    arg-reduction's), no statement is a scan or uses an index variable as a value, and each access to a tensor of
+    shape S is a tuple of distinct index variables that, within its statement, is either the same tuple as
+    another access's or shares no variable with it (then every access walks the flat tensor in the same order);
+    else None."""
+    computed = {s.target.name for s in func.body if isinstance(s, ir.Assign)} if int_stats else set()
+    if any(not t.dtype.is_float and not (name in computed and not t.shape) for name, t in types.items()):
         return None   # (integer tensors keep their exact kernels: the tile recipes compute in f32)
     shapes = {tuple(t.shape) for t in types.values() if len(t.shape) >= 1}
     if len(shapes) != 1:
@@ -133,7 +139,7 @@ def _shape(func: ir.Func, types: dict, any_rank: bool) -> tuple | None:
     for s in func.body:
         if not isinstance(s, ir.Assign):
             continue
-        if is_scan(s.value) or value_vars_of(s.value):
+        if is_scan(s.value) or (value_vars_of(s.value) and not (int_stats and len(shape) == 1)):
             return None
         tuples = set()
         for r in [s.target] + refs(s.value):

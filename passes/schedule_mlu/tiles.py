@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.errors import GirError
+from gir.passes.schedule_mlu.exactdiv import count_scale
 from gir.passes.schedule_mlu.rowmodel import BINOPS, NotRowModel, boolean_value, const_is
 from gir.passes.schedule_mlu.tiles_axes import Axes, NotTile, _reduced_axes, find_axes, flatten
 
@@ -285,8 +286,9 @@ class _Builder:
                     v = self.apply(prefix + op, [v], kind)
                 elif op == "sum":
                     v = self.apply("mul", [v, Val(CONST, const=float(self.t.axes.ext[axis]))])
-            if e.op == "mean":
-                v = self.apply("mul", [v, Val(CONST, const=1.0 / count)])
+            if e.op == "mean":   # (exactdiv.py: by the count where a step function reads the mean)
+                op, c = count_scale(count, self.exact)
+                v = self.apply(BINOPS[op], [v, Val(CONST, const=c)])
             return v
         raise NotTile(f"expression {type(e).__name__}")
 

@@ -49,3 +49,31 @@ def test_quotient_and_step_in_different_segments():
     x = ((k % 13 + 1) * 41).astype(np.float32)
     y, n = gir.compile(text, target="mlu-sim", sizes={"A": 7, "B": 41}, cache=False)(x)
     assert np.array_equal(np.asarray(y), np.floor(x / 41)) and int(n) == 533
+
+
+MEAN_ROW = "func f(x: f32[M, N]) -> (y: f32[M], z: bool[M]) {\n  y[i] = floor(mean(x[i, j]))\n  z[i] = mean(x[i, j]) >= 1.0\n}\n"
+MEAN_COL = "func f(x: f32[M, N]) -> (y: f32[N], z: f32[N]) {\n  y[j] = mean(x[i, j])\n  z[j] = floor(y[j])\n}\n"
+MEAN_ALL = "func f(x: f32[M, N]) -> (y: i32[]) {\n  y[] = i32(mean(x[i, j]))\n}\n"
+MEAN_TILE = "func f(x: f32[A, M, N]) -> (y: f32[A, N]) {\n  y[a, j] = ceil(mean(x[a, i, j]) - 1.0)\n}\n"
+
+
+def test_a_mean_is_a_quotient():
+    assert all(_needs(t) for t in (MEAN_ROW, MEAN_COL, MEAN_ALL, MEAN_TILE))
+    layernorm = ("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  mu[i] = mean(x[i, j])\n"
+                 "  y[i, j] = (x[i, j] - mu[i]) * rsqrt(mean((x[i, k] - mu[i]) * (x[i, k] - mu[i])) + 1e-5)\n}\n")
+    assert not _needs(layernorm)   # (the mean flows on into arithmetic only: a multiply by 1 / N stays)
+
+
+@pytest.mark.parametrize("text,sizes", [
+    (MEAN_ROW, {"M": 41, "N": 41}), (MEAN_ROW, {"M": 300, "N": 41}), (MEAN_ROW, {"M": 7, "N": 100003}),
+    (MEAN_COL, {"M": 41, "N": 4099}), (MEAN_COL, {"M": 41, "N": 100003}),
+    (MEAN_ALL, {"M": 41, "N": 41}), (MEAN_ALL, {"M": 7, "N": 100003}),
+    (MEAN_TILE, {"A": 3, "M": 41, "N": 67})])
+def test_mean_of_ones_is_one(text, sizes):
+    """`floor(mean(x))` of rows of ones: the sum times fl(1 / 41) is 0.99999994 and floored to 0 on mlu-sim (1 on
+    sim); the mean is the sum divided by the count where a step function reads it."""
+    shape = [sizes[s] for s in (("A", "M", "N") if "A" in sizes else ("M", "N"))]
+    outs = gir.compile(text, target="mlu-sim", sizes=sizes, cache=False)(np.ones(shape, np.float32))
+    for out in outs if isinstance(outs, tuple) else (outs,):
+        v = np.asarray(out)
+        assert np.array_equal(v, np.ones_like(v) if "ceil" not in text else np.zeros_like(v)), v

@@ -66,3 +66,27 @@ def test_errors_are_gir_errors():
         schedule_mlu(_func("softmax"), {"M": 4, "N": 300000}, nram=10000)
     with pytest.raises(GirError, match="needs values for sizes"):
         schedule_mlu(_func("softmax"), {"M": 4})
+
+
+def test_chunked_rows_of_infinities():
+    """The chunked reductions started from -3e38 / 3e38: a row of -inf only had max -3e38 and argmax N (out of
+    range, a review's finding); they start from -inf / +inf now, except the running max of an online softmax,
+    which stays finite so that a chunk of -inf only (a masked prefix) rescales by exp(-3e38 - m) = 0, not NaN."""
+    text = ("func f(x: f32[M, N]) -> (k: i32[M], j: i32[M], mx: f32[M], mn: f32[M]) {\n  k[r] = argmax(x[r, i])\n"
+            "  j[r] = argmin(x[r, i])\n  mx[r] = max(x[r, i])\n  mn[r] = min(x[r, i])\n}\n")
+    f, sizes = parse_text(text).funcs[0], {"M": 37, "N": 1025}
+    x = np.random.default_rng(3).standard_normal((37, 1025)).astype(np.float32)
+    x[1], x[5], x[9, :700] = -np.inf, np.inf, -np.inf
+    e = schedule_mlu(f, sizes, nram=40000)
+    assert "for (int ch1_" in "".join(k.source for k in emit_func(e))
+    out = run_func(e, {"x": x}, sizes).outputs
+    for name, want in (("k", x.argmax(1)), ("j", x.argmin(1)), ("mx", x.max(1)), ("mn", x.min(1))):
+        assert np.array_equal(np.asarray(out[name]), want), name
+    f = _func("softmax")
+    x[2, :1000] = -np.inf
+    out = run_func(schedule_mlu(f, sizes, nram=30000), {"x": x}, sizes).outputs["y"]
+    with np.errstate(all="ignore"):
+        ref = evaluate(f, {"x": x}, sizes)["y"]
+    assert np.array_equal(np.isnan(out), np.isnan(ref)) and np.isnan(out[1]).all()
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(out[ok], ref[ok], rtol=1e-5, atol=1e-6)

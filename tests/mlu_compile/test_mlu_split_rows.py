@@ -183,3 +183,22 @@ def test_whole_reductions_over_lengths_without_a_divisor(text, sizes):
     finding). As one row cut over the cores, its result viewed `as [1]`, it is one split-rows kernel."""
     assert _recipe(text, sizes) == "split-rows"
     assert check_text(text, sizes, seed=8, targets=("mlu-sim",)) == {}
+
+
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+@pytest.mark.parametrize("n", [64, 1000, 65537, 100003])
+def test_whole_vector_arg_reductions_as_one_row(fn, n):
+    """`k[] = argmax(v[i])` over a whole vector: its lowering (passes/builtin/argreduce.py) uses the index as a
+    value, which kept the vector out of the one-row view, so it ran as scalar kernels (154,000x the DMA roofline
+    at 100003); seen as one row, the index is the column's and split-rows takes it (7.6x). First index on ties,
+    the first NaN, and 0 for a vector of one value, as numpy."""
+    import gir
+    text = f"func f(v: f32[N]) -> (k: i32[]) {{\n  k[] = {fn}(v[i])\n}}\n"
+    assert _recipe(text, {"N": n}) == ("split-rows" if n > 50000 else "extended")   # (short: one core's row)
+    k = gir.compile(text, target="mlu-sim", sizes={"N": n}, cache=False)
+    v = np.random.default_rng(n).integers(-3, 4, n).astype(np.float32)   # ties everywhere
+    assert int(k(v)) == int(getattr(np, fn)(v))
+    v[n // 3] = v[2 * n // 3] = np.nan
+    assert int(k(v)) == n // 3
+    for fill in (-np.inf, np.inf, 2.5):
+        assert int(k(np.full(n, fill, np.float32))) == 0

@@ -6,12 +6,16 @@ kernels. The IDFG already knows better groups: `fuse` proved which statements sh
 the strategies one function per group -- the group's statements, its inputs (function parameters or values of
 earlier groups) and its outputs (function results or values later groups read, kept in GDRAM) -- and composes
 their kernels in dependence order. `choose` keeps the whole-function schedule unless the MLU cost model
-(passes/schedule_mlu/cost.py, the estimate that ranks the recipes) says the composition is faster or it avoids a
-scalar kernel: a
-softmax and a row mean over two unrelated tensors in one function were six op-by-op kernels (3.69x the DMA
-roofline), the composition is the IDFG's two fused groups; three unrelated row computations that the tile recipe
-made one kernel over the cross product of their row axes (every row of each recomputed and stored once per row
-of the others) are three kernels.
+(passes/schedule_mlu/cost.py, the estimate that ranks the recipes) says the composition is faster: a softmax and
+a row mean over two unrelated tensors in one function were six op-by-op kernels (3.69x the DMA roofline), the
+composition is the IDFG's two fused groups; three unrelated row computations that the tile recipe made one
+kernel over the cross product of their row axes (every row of each recomputed and stored once per row of the
+others) are three kernels.
+
+A group is scheduled as a function of its own, views included (a whole-tensor statistic seen as one row, a
+vector as rows of its flat memory): the composed function declares each viewed parameter or result with its
+view. A view the composition cannot declare -- of a value crossing between groups (a GDRAM temporary), or of a
+tensor another group accesses otherwise -- sends that group back to a schedule without views.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import dataclasses
 
 from gir import ir
 from gir.errors import GirError
+from gir.printer import format_param
 from gir.walk import walk
 
 SCALAR = "runs as a scalar MLU kernel"
@@ -27,7 +32,6 @@ SCALAR = "runs as a scalar MLU kernel"
 def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = None) -> ir.Func | None:
     """The composition of the strategies' schedules of `g`'s groups (a `FuncGraph` fused into two or more
     groups), or None when it does not apply (one group, reshape views, groups without a dependence order)."""
-    from gir.passes.schedule_mlu import schedule_mlu
     from gir.passes.schedule_mlu.schedule import specialize
     from gir.passes.schedule_mlu.segments import compose, part_function
     from gir.verifier import verify_module
@@ -43,45 +47,83 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
     order = _dependence_order(g.groups, assigns, reads, group_of)
     if order is None:
         return None
-    from gir.passes.schedule_mlu.segments import NO_VIEWS
-    parts = []
-    for grp in order:
-        sub = part_function(func, sorted(grp.stmts), g.types, f"{func.name}_g{grp.id}")
-        if sub is not None:   # no views (merged axes, rows of flat memory): the groups share declared tensors
-            NO_VIEWS.add(sub.name)
-            try:
-                parts.append(schedule_mlu(sub, sizes, remarks=remarks, choices=choices))
-            finally:
-                NO_VIEWS.discard(sub.name)
-    if any(p.view is not None for part in parts for p in part.params + part.results):
-        raise GirError("a group's schedule views its tensors (merged axes, or a vector as rows), which the "
-                       "composition of the groups cannot declare", func.loc)
-    out = dataclasses.replace(specialize(func, sizes), body=tuple(compose(func, parts)))
+    subs = [sub for grp in order
+            if (sub := part_function(func, sorted(grp.stmts), g.types, f"{func.name}_g{grp.id}")) is not None]
+    done = [_schedule_part(sub, sizes, True) for sub in subs]
+    while (clash := _view_clashes(func, done)):   # those groups again without views (at most once each)
+        for i in clash:
+            done[i] = _schedule_part(subs[i], sizes, False)
+    for part, part_remarks, part_choices in done:
+        remarks.extend(part_remarks)
+        if choices is not None:
+            choices.extend(part_choices)
+    parts = [part for part, _, _ in done]
+    viewed = {p.name: p for part in parts for p in part.params + part.results if p.view is not None}
+    spec = specialize(func, sizes)
+    spec = dataclasses.replace(spec, params=tuple(viewed.get(p.name, p) for p in spec.params),
+                               results=tuple(viewed.get(p.name, p) for p in spec.results))
+    out = dataclasses.replace(spec, body=tuple(compose(func, parts)))
     verify_module(ir.Module((out,)))
     return out
+
+
+def _schedule_part(sub: ir.Func, sizes: dict[str, int], views: bool) -> tuple[ir.Func, list, list]:
+    """(schedule, remarks, choices) of one group's function; `views`: whether it may view its tensors (rows of
+    flat memory, merged axes), as a function of its own may."""
+    from gir.passes.schedule_mlu import schedule_mlu
+    from gir.passes.schedule_mlu.segments import NO_VIEWS
+    remarks: list = []
+    choices: list = []
+    if not views:
+        NO_VIEWS.add(sub.name)
+    try:
+        return schedule_mlu(sub, sizes, remarks=remarks, choices=choices), remarks, choices
+    finally:
+        NO_VIEWS.discard(sub.name)
+
+
+def _view_clashes(func: ir.Func, done: list) -> set[int]:
+    """The groups (positions in `done`) whose views the composition cannot declare: a view of a value that
+    crosses between groups (a GDRAM temporary, declared unviewed), or of a parameter or result that another group
+    accesses declared otherwise. Views of tensors only that group accesses, or viewed alike, compose: the
+    composed function declares them so (a whole-tensor statistic beside an unrelated softmax)."""
+    declared = {p.name for p in func.params + func.results}
+    spelled: dict[str, set[str]] = {}
+    for part, _, _ in done:
+        for p in part.params + part.results:
+            spelled.setdefault(p.name, set()).add(format_param(p) if p.view is not None else "")
+    clash = set()
+    for i, (part, _, _) in enumerate(done):
+        for p in part.params + part.results:
+            if p.view is not None and (p.name not in declared or len(spelled[p.name]) > 1):
+                clash.add(i)
+    return clash
 
 
 def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, group_remarks: list,
            sizes: dict[str, int]) -> tuple[ir.Func, list, bool]:
     """(schedule, its remarks, whether it is the group composition): the whole-function schedule unless the
-    composition avoids its scalar kernels or the MLU cost model (passes/schedule_mlu/cost.py) estimates it more
-    than the MLU ranking policy's tie faster; when either is not estimable, the one that moves fewer GDRAM bytes (2% margin)."""
+    MLU cost model (passes/schedule_mlu/cost.py, which estimates scalar kernels too) estimates the composition
+    more than the MLU ranking policy's tie faster -- a scalar kernel over five elements beside three vector
+    kernels beats one tile kernel over the cross product of unrelated axes (560 us). When either is not
+    estimable: the one with fewer scalar kernels, then the one that moves fewer GDRAM bytes (2% margin)."""
     if groups is None:
         return whole, whole_remarks, False
     if whole is None:
         return groups, group_remarks, True
-    scalar_whole = sum(SCALAR in r.message for r in whole_remarks)
-    scalar_groups = sum(SCALAR in r.message for r in group_remarks)
-    if scalar_groups != scalar_whole:
-        return (groups, group_remarks, True) if scalar_groups < scalar_whole else (whole, whole_remarks, False)
     from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
     try:   # (the shared ranking rule's tie: passes/middle/search/ranking.py)
         better = MLU_RANKING.beats(estimate(groups).seconds, estimate(whole).seconds)
     except (GirError, ValueError, KeyError):
-        try:
-            better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)
-        except GirError:   # not countable: keep the whole-function schedule
-            better = False
+        scalar_whole = sum(SCALAR in r.message for r in whole_remarks)
+        scalar_groups = sum(SCALAR in r.message for r in group_remarks)
+        if scalar_groups != scalar_whole:
+            better = scalar_groups < scalar_whole
+        else:
+            try:
+                better = offchip_bytes(groups, sizes) < 0.98 * offchip_bytes(whole, sizes)
+            except GirError:   # not countable: keep the whole-function schedule
+                better = False
     return (groups, group_remarks, True) if better else (whole, whole_remarks, False)
 
 
