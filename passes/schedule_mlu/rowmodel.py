@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gir import ir
+from gir.passes.schedule_mlu.constfold import fold
 from gir.passes.schedule_mlu.exactdiv import count_scale
 from gir.shapes import func_info
 from gir.walk import walk
@@ -310,7 +311,10 @@ class _Builder:
 
     def apply(self, fn, args, force=None) -> Val:
         if all(a.kind == CONST for a in args) and force is None:
-            raise NotRowModel("constant expression")
+            value = fold(fn, [a.const for a in args])   # (constfold.py: `(2.0 + 3.3)`, `neg(1.25)`)
+            if value is None:
+                raise NotRowModel("constant expression")
+            return Val(CONST, const=value)
         kind = max((a.kind for a in args), key=_rank)
         if {a.kind for a in args} >= {ROW, COL}:
             kind = FULL

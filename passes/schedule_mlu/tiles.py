@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.errors import GirError
+from gir.passes.schedule_mlu.constfold import fold
 from gir.passes.schedule_mlu.exactdiv import count_scale
 from gir.passes.schedule_mlu.rowmodel import BINOPS, NotRowModel, boolean_value, const_is
 from gir.passes.schedule_mlu.tiles_axes import Axes, NotTile, _reduced_axes, find_axes, flatten
@@ -208,7 +209,10 @@ class _Builder:
 
     def apply(self, fn: str, args: list, kind: str | None = None) -> Val:
         if all(a.kind == CONST for a in args) and kind is None:
-            raise NotTile("a constant expression")
+            value = fold(fn, [a.const for a in args])   # (constfold.py: `(2.0 + 3.3)`, `neg(1.25)`)
+            if value is None:
+                raise NotTile("a constant expression")
+            return Val(CONST, const=value)
         key = (fn, tuple(args), kind)
         if key in self.memo:
             return self.memo[key]

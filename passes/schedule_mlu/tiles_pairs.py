@@ -27,6 +27,7 @@ import dataclasses
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
+from gir.passes.schedule_mlu.constfold import fold
 from gir.passes.schedule_mlu.rowmodel import BINOPS
 from gir.passes.schedule_mlu.tiles import FLOATS, NotTile
 from gir.passes.schedule_mlu.tiles_pairs_flat import flat_pairs
@@ -283,7 +284,10 @@ class _Build:
             return self.memo[key]
         kinds = {k for k, _ in vals}
         if kinds <= {"const"}:
-            raise NotTile("a constant expression")
+            value = fold(BINOPS.get(fn, fn), [float(x.value) for _, x in vals])   # (constfold.py)
+            if value is None:
+                raise NotTile("a constant expression")
+            return "const", B.c(value)
         self.count += 1
         if kinds <= {"col", "const"}:
             res = "col", self.alloc(f"c{self.count}_", F32, (max(2, self.W),))
