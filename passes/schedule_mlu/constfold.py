@@ -28,8 +28,8 @@ def fold(fn: str, values: list[float]) -> float | None:
             out = BINARY[fn](x[0], x[1])
         elif fn in UNARY_FLOAT and len(x) == 1:
             out = UNARY_FLOAT[fn](x[0])
-        elif fn == "neg" and len(x) == 1:
-            out = -x[0]
+        elif fn in ("neg", "abs") and len(x) == 1:
+            out = -x[0] if fn == "neg" else abs(x[0])
         elif fn in ("copy", "f32") and len(x) == 1:
             out = x[0]
         elif fn in ("r16", "rbf16") and len(x) == 1:
