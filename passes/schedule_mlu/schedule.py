@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from gir import ir
 from gir.errors import GirError
@@ -93,6 +94,8 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         SCOPES.append(func.name)
     try:
         out = _schedule_func(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks, choices, split, marks)
+        if split and mode == "fused" and _views_ok() and _scalar_kernels(out):
+            out = _iotas_if_faster(out, func, sizes, (allow_sram, tasks, max_rows, nram), remarks, choices, marks)
     finally:
         if exact:
             SCOPES.pop()
@@ -118,6 +121,46 @@ def _schedule_func(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks
     from gir.passes.schedule_mlu.intcheck import integer_remark
     integer_remark(func, out, remarks)   # i32 computed in f32 tiles: exact below 2^24 only (said, not silent)
     return out
+
+
+def _scalar_kernels(out: ir.Func) -> bool:
+    return any(re.search(r"_k\d+$", k.name) for k in out.kernels)
+
+
+INDEX_TENSORS = "its index values read from index tensors filled on chip (iotas.py)"
+
+
+def _iotas_if_faster(out, func, sizes, setting, remarks, choices, marks) -> ir.Func:
+    """`out`, or the schedule of `func` with its index values read from index tensors (iotas.py) when the MLU
+    cost model estimates that faster: the recipes refuse an index used as a value, which left scalar kernels."""
+    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
+    from gir.passes.schedule_mlu.iotas import ACTIVE, index_tensors, uses_index_values, with_iotas
+    if not uses_index_values(func):
+        return out
+    got = index_tensors(specialize(func, sizes))
+    if got is None:
+        return out
+    variant, iotas = got
+    got_r: list = []
+    got_c: list = []
+    ACTIVE.update(iotas)
+    try:
+        alt = with_iotas(_schedule_func(variant, sizes, "fused", *setting, got_r, got_c, True, (0, 0)), iotas, func)
+        verify_module(ir.Module((alt,)))
+        seconds, before = estimate(alt).seconds, estimate(out).seconds
+    except (GirError, ValueError, KeyError):
+        return out
+    finally:
+        ACTIVE.difference_update(iotas)
+    if not MLU_RANKING.beats(seconds, before):
+        return out
+    _drop_after(remarks, choices, marks)
+    for got_list, new in ((remarks, got_r), (choices, got_c)):
+        if got_list is not None:
+            got_list.extend(new)
+    if choices is not None:
+        choices.append(f"{INDEX_TENSORS}: estimate {seconds * 1e6:.1f} us, otherwise {before * 1e6:.1f} us")
+    return alt
 
 
 def _flat_shape(func: ir.Func, sizes: dict[str, int]) -> int:

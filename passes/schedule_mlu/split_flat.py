@@ -125,8 +125,10 @@ def _shape(func: ir.Func, types: dict, any_rank: bool, int_stats: bool = False) 
     shape S is a tuple of distinct index variables that, within its statement, is either the same tuple as
     another access's or shares no variable with it (then every access walks the flat tensor in the same order);
     else None."""
+    from gir.passes.schedule_mlu.iotas import ACTIVE   # (index tensors: 0..E-1, exact in f32)
     computed = {s.target.name for s in func.body if isinstance(s, ir.Assign)} if int_stats else set()
-    if any(not t.dtype.is_float and not (name in computed and not t.shape) for name, t in types.items()):
+    if any(not t.dtype.is_float and not (name in computed and not t.shape) and name not in ACTIVE
+           for name, t in types.items()):
         return None   # (integer tensors keep their exact kernels: the tile recipes compute in f32)
     shapes = {tuple(t.shape) for t in types.values() if len(t.shape) >= 1}
     if len(shapes) != 1:

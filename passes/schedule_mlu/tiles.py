@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.errors import GirError
+from gir.passes.builtin.exprs import KIND_INT, expr_kind
 from gir.passes.schedule_mlu.constfold import fold
 from gir.passes.schedule_mlu.exactdiv import count_scale
 from gir.passes.schedule_mlu.rowmodel import BINOPS, NotRowModel, boolean_value, const_is
@@ -118,8 +119,9 @@ def analyze(func: ir.Func) -> Tiles:
     except GirError as e:
         raise NotTile(f"not analysable: {e}") from None
     axes = find_axes(func, info)
+    from gir.passes.schedule_mlu.iotas import ACTIVE   # (the index-tensor variant: i32 indices, exact in f32)
     for name, t in axes.types.items():
-        if t.dtype not in FLOATS:
+        if t.dtype not in FLOATS and not (ACTIVE and t.dtype == ir.DType.i32):
             raise NotTile(f"'{name}' is {t.dtype.value}")
     if len(axes.order) < 2:
         raise NotTile("fewer than two axes")
@@ -255,6 +257,8 @@ class _Builder:
             if (e.fn == "f32" or (e.fn in ("i32", "bool") and boolean_value(e.args[0], self.info.types))) \
                     and len(e.args) == 1:
                 return self.expr(e.args[0])   # (a compare's or a bool tensor's 1.0 / 0.0 is its own i32 / bool)
+            if e.fn == "i32" and len(e.args) == 1 and expr_kind(e.args[0], self.info.types) == KIND_INT:
+                return self.expr(e.args[0])   # (an integer's own value: an index tensor's min, an argmax's)
             if e.fn in ("f16", "bf16") and len(e.args) == 1:
                 return self.apply("r16" if e.fn == "f16" else "rbf16", [self.expr(e.args[0])])
             if e.fn in ir.UNARY_FUNCS and len(e.args) == 1:
