@@ -277,6 +277,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         spec = order_scans(spec, types)              # (scan_group.py: the split may run them as one kernel)
         info = func_info(spec)
     items: list = []
+    views: dict = {}   # parameters and results a split's segments view
     chosen = None
     why_not: list[str] = []   # why each recipe refused the function (said with a scalar kernel's remark)
     if has_scan(spec):   # one pipelined kernel per scan statement (passes/schedule_mlu/scan.py)
@@ -295,7 +296,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
             why = f"function '{func.name}' holds scans (a scan is fused only with scans of its shape and axis)"
             if sp is not None:   # the other statements in fused segments (segments.py)
                 mode = "done"
-                _take_split(sp, items, remarks, choices)
+                _take_split(sp, items, remarks, choices, views)
                 if len(sp.segments) > 1:   # (one segment: the scans run as one kernel, scan_group.py says so)
                     _missed(remarks, f"{why}: {describe_split(sp)}, intermediates through GDRAM", func.loc)
             else:
@@ -326,7 +327,7 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
             sp = _split(spec, types, sizes, allow_sram, tasks, max_rows, nram) if len(info.stmts) > 1 else None
             if sp is not None:   # consecutive segments, each fused (segments.py)
                 mode = "done"
-                _take_split(sp, items, remarks, choices)
+                _take_split(sp, items, remarks, choices, views)
                 _missed(remarks, f"{why}; {describe_split(sp)}, intermediates through GDRAM", func.loc)
             else:
                 mode = "opbyop"
@@ -366,7 +367,9 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         out = dataclasses.replace(chosen, body=tuple(here(x) for x in chosen.body))
     else:
         items = prepare_kernels(items, nram)   # hoisted invariant broadcasts, select(c, 1, 0) as c != 0 (vecprep.py)
-        out = dataclasses.replace(full, body=tuple(here(x) for x in items))
+        out = dataclasses.replace(full, params=tuple(views.get(p.name, p) for p in full.params),
+                                  results=tuple(views.get(p.name, p) for p in full.results),
+                                  body=tuple(here(x) for x in items))
     if check:
         verify_module(ir.Module((out,)))
     return out
@@ -380,8 +383,9 @@ def _split(spec, types, sizes, allow_sram, tasks, max_rows, nram):
         lambda done: verify_module(ir.Module((done,))))
 
 
-def _take_split(sp, items: list, remarks, choices) -> None:
+def _take_split(sp, items: list, remarks, choices, views: dict) -> None:
     items.extend(sp.items)
+    views.update(sp.views)   # (merged-axis views of its segments, declared on the function: segments.py)
     if remarks is not None:
         remarks.extend(sp.remarks)
     if choices is not None:

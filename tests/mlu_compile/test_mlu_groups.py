@@ -168,8 +168,8 @@ def test_a_group_keeps_the_views_of_its_own_tensors(sizes):
 
 def test_views_the_composition_cannot_declare():
     """A view of a tensor another group accesses as declared, or of a value crossing between groups, sends its
-    group back to a schedule without views (mlu_groups._view_clashes)."""
-    from gir.passes.middle.search.mlu_groups import _view_clashes
+    group back to a schedule without views (segments.view_clashes, for groups and a split's segments alike)."""
+    from gir.passes.schedule_mlu.segments import view_clashes
     f32 = lambda *shape: ir.TensorType(ir.DType.f32, tuple(shape))   # noqa: E731
     viewed = lambda name, inner, outer: ir.Param(name, f32(*inner), view=ir.View(f32(*outer), tuple(   # noqa: E731
         ir.Const(d) for d in inner)))
@@ -178,11 +178,11 @@ def test_views_the_composition_cannot_declare():
     g0 = ir.Func("g0", (viewed("x", (1, 420), (6, 70)),), (viewed("t", (1, 420), (6, 70)),), ())
     g1 = ir.Func("g1", (plain("x", 6, 70), plain("t", 6, 70)), (plain("y", 6, 70),), ())
     g2 = ir.Func("g2", (plain("w", 9),), (viewed("z", (2, 210), (6, 70)),), ())
-    assert _view_clashes(func, [(g, [], []) for g in (g0, g1, g2)]) == {0}
+    assert view_clashes(func, [g0, g1, g2]) == {0}
     g3 = ir.Func("g3", (viewed("x", (1, 420), (6, 70)),), (plain("y", 6, 70),), ())
-    assert _view_clashes(func, [(g, [], []) for g in (g3, g2)]) == set()
+    assert view_clashes(func, [g3, g2]) == set()
     g4 = ir.Func("g4", (viewed("x", (2, 210), (6, 70)),), (viewed("z", (2, 210), (6, 70)),), ())
-    assert _view_clashes(func, [(g, [], []) for g in (g3, g4)]) == {0, 1}
+    assert view_clashes(func, [g3, g4]) == {0, 1}
 
 
 def test_a_scalar_kernel_over_few_elements_beats_a_cross_product():

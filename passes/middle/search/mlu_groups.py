@@ -23,7 +23,6 @@ import dataclasses
 
 from gir import ir
 from gir.errors import GirError
-from gir.printer import format_param
 from gir.walk import walk
 
 SCALAR = "runs as a scalar MLU kernel"
@@ -33,7 +32,7 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
     """The composition of the strategies' schedules of `g`'s groups (a `FuncGraph` fused into two or more
     groups), or None when it does not apply (one group, reshape views, groups without a dependence order)."""
     from gir.passes.schedule_mlu.schedule import specialize
-    from gir.passes.schedule_mlu.segments import compose, part_function
+    from gir.passes.schedule_mlu.segments import compose, part_function, view_clashes
     from gir.verifier import verify_module
 
     func = g.func
@@ -50,7 +49,7 @@ def by_groups(g, sizes: dict[str, int], remarks: list, choices: list | None = No
     subs = [sub for grp in order
             if (sub := part_function(func, sorted(grp.stmts), g.types, f"{func.name}_g{grp.id}")) is not None]
     done = [_schedule_part(sub, sizes, True) for sub in subs]
-    while (clash := _view_clashes(func, done)):   # those groups again without views (at most once each)
+    while (clash := view_clashes(func, [part for part, _, _ in done])):   # again without views (once each)
         for i in clash:
             done[i] = _schedule_part(subs[i], sizes, False)
     for part, part_remarks, part_choices in done:
@@ -80,24 +79,6 @@ def _schedule_part(sub: ir.Func, sizes: dict[str, int], views: bool) -> tuple[ir
         return schedule_mlu(sub, sizes, remarks=remarks, choices=choices), remarks, choices
     finally:
         NO_VIEWS.discard(sub.name)
-
-
-def _view_clashes(func: ir.Func, done: list) -> set[int]:
-    """The groups (positions in `done`) whose views the composition cannot declare: a view of a value that
-    crosses between groups (a GDRAM temporary, declared unviewed), or of a parameter or result that another group
-    accesses declared otherwise. Views of tensors only that group accesses, or viewed alike, compose: the
-    composed function declares them so (a whole-tensor statistic beside an unrelated softmax)."""
-    declared = {p.name for p in func.params + func.results}
-    spelled: dict[str, set[str]] = {}
-    for part, _, _ in done:
-        for p in part.params + part.results:
-            spelled.setdefault(p.name, set()).add(format_param(p) if p.view is not None else "")
-    clash = set()
-    for i, (part, _, _) in enumerate(done):
-        for p in part.params + part.results:
-            if p.view is not None and (p.name not in declared or len(spelled[p.name]) > 1):
-                clash.add(i)
-    return clash
 
 
 def choose(whole: ir.Func | None, whole_remarks: list, groups: ir.Func | None, group_remarks: list,
