@@ -240,9 +240,12 @@ def _prod(dims) -> int:
     return n
 
 
-def _iota(buf: str, tmp: str, n: int, two_d: bool) -> list:
-    """Statements filling buf[0:n] (or buf[0:n, 0:1]) with 0..n-1, using tmp of the same shape."""
+def _iota(buf: str, tmp: str, n: int, two_d: bool, row: bool = False) -> list:
+    """Statements filling buf[0:n] (or buf[0:n, 0:1], or with `row` buf[0:1, 0:n]) with 0..n-1, using tmp of the
+    same shape."""
     def reg(name, a, ln):
+        if row:
+            return B.ref(name, B.sl(0, 1), B.sl(a, ln))
         return B.ref(name, B.sl(a, ln), B.sl(0, 1)) if two_d else B.ref(name, B.sl(a, ln))
     out = [ir.Assign(B.ref("gs_", B.sl(0, 1)), B.c(0.0)), B.move("copy", reg(buf, 0, 1), B.ref("gs_", B.sl(0, 1)))]
     k = 1

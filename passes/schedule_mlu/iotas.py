@@ -198,26 +198,12 @@ def iota_kernel(name: str, tensor: str, shape: tuple) -> ir.Kernel:
     dims = (1, c) if len(shape) == 2 else (c,)
     body = [B.alloc("gs_", F32, (1,), "nram"), B.alloc("io_", F32, (1,), "nram"), B.alloc("ib_", F32, dims, "nram"),
             B.alloc("iv_", F32, dims, "nram"), B.alloc("ih_", I32, dims, "nram")]
-    body += _iota("ib_", "iv_", c, False) if len(shape) == 1 else _iota_row("ib_", "iv_", c)
+    body += _iota("ib_", "iv_", c, False, row=len(shape) == 2)
     trips = math.ceil(chunks / tasks)
     loop_body = step if trips * tasks == chunks else [ir.If(ir.BinOp("<", k, B.c(chunks)), tuple(step))]
     body.append(ir.For("it_", B.c(0), B.c(trips), tuple(loop_body)))
     par = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(body))
     return ir.Kernel(name, (par,), (("task_dim", str(tasks)),))
-
-
-def _iota_row(buf: str, tmp: str, n: int) -> list:
-    """indexops._iota for a [1, n] tile."""
-    def reg(name, a, ln):
-        return B.ref(name, B.sl(0, 1), B.sl(a, ln))
-    out = [ir.Assign(B.ref("gs_", B.sl(0, 1)), B.c(0.0)), B.move("copy", reg(buf, 0, 1), B.ref("gs_", B.sl(0, 1)))]
-    k = 1
-    while k < n:
-        ln = min(k, n - k)
-        out.append(ir.Assign(reg(tmp, 0, n), ir.BinOp("+", reg(buf, 0, n), B.c(float(k)))))
-        out.append(B.move("copy", reg(buf, k, ln), reg(tmp, 0, ln)))
-        k *= 2
-    return out
 
 
 def with_iotas(out: ir.Func, iotas: dict[str, int], func: ir.Func) -> ir.Func:
