@@ -92,7 +92,9 @@ def _exact_in_f32(s: ir.Assign, extents: dict, types: dict, st, known: dict) -> 
     for k, node in enumerate(reductions_preorder(s.value)):
         n = 1
         for v in st.reduce_vars.get(k, ()):
-            n *= extents.get(v) or 0
+            if not extents.get(v):
+                return False   # (an unknown count: no bound)
+            n *= extents[v]
         counts[id(node)] = n
     for node in walk(s.value):
         if expr_kind(node, types) == KIND_INT:
