@@ -83,6 +83,17 @@ def index_tensors(func: ir.Func) -> tuple[ir.Func, dict[str, int]] | None:
 EXACT = float(1 << 24)
 
 
+def exact_integers(func: ir.Func) -> set[str]:
+    """The integer and boolean tensors `func` (sizes specialised) computes whose values and integer subexpressions
+    interval arithmetic bounds below 2^24 (f32 vectors hold them exactly): an argmax's position, a count of
+    compares; not `sum(i32(x))` (its values are unknown: the exact scalar kernel keeps it, a review's finding)."""
+    info = func_info(func)
+    known: dict[str, tuple] = {}
+    for st in info.stmts:
+        _exact_in_f32(st.stmt, {v: _extent(d) for v, d in st.ranges.items()}, info.types, st, known)
+    return set(known)
+
+
 def _exact_in_f32(s: ir.Assign, extents: dict, types: dict, st, known: dict) -> bool:
     """Whether every integer subexpression of the statement stays below 2^24 in magnitude (bounded by interval
     arithmetic over the index variables' extents and the bounds of the integer tensors computed before, recorded
@@ -96,13 +107,16 @@ def _exact_in_f32(s: ir.Assign, extents: dict, types: dict, st, known: dict) -> 
                 return False   # (an unknown count: no bound)
             n *= extents[v]
         counts[id(node)] = n
+    # `n[] = i32(mean(x))`: converting the f32 value is exact, whatever it is; the integer is unbounded for later
+    # arithmetic (which then is not exact)
+    final = isinstance(s.value, ir.Call) and s.value.fn == "i32" and expr_kind(s.value.args[0], types) == "float"
     for node in walk(s.value):
-        if expr_kind(node, types) == KIND_INT:
+        if expr_kind(node, types) == KIND_INT and not (final and node is s.value):
             lo_hi = _interval(node, extents, counts, known)
             if lo_hi is None or max(abs(lo_hi[0]), abs(lo_hi[1])) >= EXACT:
                 return False
     if not types[s.target.name].dtype.is_float:
-        lo_hi = _interval(s.value, extents, counts, known)
+        lo_hi = (-math.inf, math.inf) if final else _interval(s.value, extents, counts, known)
         if lo_hi is None:
             return False
         known[s.target.name] = lo_hi

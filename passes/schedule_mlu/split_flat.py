@@ -120,13 +120,13 @@ def _row_stats(func: ir.Func, types: dict, shape: tuple) -> set:
 
 def _shape(func: ir.Func, types: dict, any_rank: bool, int_stats: bool = False) -> tuple | None:
     """The one shape S (of N >= MIN_N elements) of every tensor that is not a scalar, when every tensor is a float
-    (`int_stats`: or a scalar the function computes, `n[] = i32(mean(x))`: the one row's statistic, as an
-    arg-reduction's), no statement is a scan or uses an index variable as a value, and each access to a tensor of
+    (`int_stats`: or an integer scalar the function computes and interval arithmetic bounds below 2^24, the one
+    row's statistic as an arg-reduction's position is), no statement is a scan or uses an index variable as a value, and each access to a tensor of
     shape S is a tuple of distinct index variables that, within its statement, is either the same tuple as
     another access's or shares no variable with it (then every access walks the flat tensor in the same order);
     else None."""
-    from gir.passes.schedule_mlu.iotas import ACTIVE   # (index tensors: 0..E-1, exact in f32)
-    computed = {s.target.name for s in func.body if isinstance(s, ir.Assign)} if int_stats else set()
+    from gir.passes.schedule_mlu.iotas import ACTIVE, exact_integers   # (integers below 2^24: exact in f32)
+    computed = exact_integers(func) if int_stats else set()
     if any(not t.dtype.is_float and not (name in computed and not t.shape) and name not in ACTIVE
            for name, t in types.items()):
         return None   # (integer tensors keep their exact kernels: the tile recipes compute in f32)

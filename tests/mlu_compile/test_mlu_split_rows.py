@@ -202,3 +202,17 @@ def test_whole_vector_arg_reductions_as_one_row(fn, n):
     assert int(k(v)) == n // 3
     for fill in (-np.inf, np.inf, 2.5):
         assert int(k(np.full(n, fill, np.float32))) == 0
+
+
+@pytest.mark.parametrize("text", ["func f(x: f32[N]) -> (n: i32[]) {\n  n[] = sum(i32(x[i]))\n}\n",
+                                  "func f(x: f32[N]) -> (n: i32[]) {\n  n[] = max(i32(x[i]) + 1)\n}\n"])
+def test_integer_statistics_beyond_2_24_stay_exact(text):
+    """An integer statistic of converted floats is unbounded: computed in f32 as one row, 999 x 20000 + 1 rounded
+    to 19980000 (a review's finding); it keeps the exact scalar kernel (remarked). `i32(mean(x))`, a conversion of
+    the f32 value itself, is exact and stays one row (test_mlu_exact_division.py)."""
+    import gir
+    x = np.full(1000, 20000.0, np.float32)
+    x[3], x[5] = 1.0, 16777218.0
+    k = gir.compile(text, target="mlu-sim", sizes={"N": 1000}, cache=False)
+    want = x.astype(np.int64).sum() if "sum" in text else x.astype(np.int64).max() + 1
+    assert int(k(x)) == want
