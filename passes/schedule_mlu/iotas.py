@@ -43,7 +43,7 @@ def index_tensors(func: ir.Func) -> tuple[ir.Func, dict[str, int]] | None:
         return None   # (integer inputs hold any value: f32 tiles would round those beyond 2^24)
     taken = set(info.types)
     names: dict[int, str] = {}
-    known: dict[str, tuple] = {}   # bounds of the integer tensors computed so far
+    known = _booleans(info.types)   # bounds of the boolean tensors and of the integer tensors computed so far
     body = []
     stmts = iter(info.stmts)
     for s in func.body:
@@ -83,15 +83,25 @@ def index_tensors(func: ir.Func) -> tuple[ir.Func, dict[str, int]] | None:
 EXACT = float(1 << 24)
 
 
+def exact_int_sum(arg, count: int, types: dict) -> bool:
+    """Whether a sum of `count` values of `arg` is exact in f32: a float `arg`, or integers interval arithmetic
+    bounds (counts of compares: `i32(x > 0)`) so that the total stays below 2^24; not `i32(x)` of floats."""
+    from gir.passes.builtin.exprs import KIND_INT, expr_kind
+    if expr_kind(arg, types) != KIND_INT:
+        return True
+    lo_hi = _interval(arg, {v.name: None for v in walk(arg) if isinstance(v, ir.Var)}, {}, _booleans(types))
+    return lo_hi is not None and max(abs(lo_hi[0]), abs(lo_hi[1])) * count < EXACT
+
+
 def exact_integers(func: ir.Func) -> set[str]:
     """The integer and boolean tensors `func` (sizes specialised) computes whose values and integer subexpressions
     interval arithmetic bounds below 2^24 (f32 vectors hold them exactly): an argmax's position, a count of
     compares; not `sum(i32(x))` (its values are unknown: the exact scalar kernel keeps it, a review's finding)."""
     info = func_info(func)
-    known: dict[str, tuple] = {}
+    known = _booleans(info.types)
     for st in info.stmts:
         _exact_in_f32(st.stmt, {v: _extent(d) for v, d in st.ranges.items()}, info.types, st, known)
-    return set(known)
+    return set(known) - {p.name for p in func.params}
 
 
 def _exact_in_f32(s: ir.Assign, extents: dict, types: dict, st, known: dict) -> bool:
@@ -121,6 +131,10 @@ def _exact_in_f32(s: ir.Assign, extents: dict, types: dict, st, known: dict) -> 
             return False
         known[s.target.name] = lo_hi
     return True
+
+
+def _booleans(types: dict) -> dict[str, tuple]:
+    return {name: (0.0, 1.0) for name, t in types.items() if t.dtype == ir.DType.bool}
 
 
 def _interval(e, ext: dict, counts: dict, known: dict) -> tuple[float, float] | None:

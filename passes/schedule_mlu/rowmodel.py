@@ -204,6 +204,9 @@ class _Builder:
                 arg = self.apply("add", [arg, Val(CONST, const=0.0)], force=FULL)
             if e.op not in ("sum", "max", "min", "mean"):
                 raise NotRowModel(f"reduction {e.op}")
+            from gir.passes.schedule_mlu.iotas import exact_int_sum   # (iotas imports indexops, which imports us)
+            if e.op == "sum" and not exact_int_sum(e.arg, self.n, self.info.types):
+                raise NotRowModel("a sum of integers f32 may round (beyond 2^24)")
             dst = self.fresh(ROW)
             self.ops.append(Op(dst, "r" + ("sum" if e.op == "mean" else e.op), (arg,)))
             if e.op == "mean":   # (exactdiv.py: by the count where a step function reads the mean)

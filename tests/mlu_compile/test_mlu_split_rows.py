@@ -216,3 +216,15 @@ def test_integer_statistics_beyond_2_24_stay_exact(text):
     k = gir.compile(text, target="mlu-sim", sizes={"N": 1000}, cache=False)
     want = x.astype(np.int64).sum() if "sum" in text else x.astype(np.int64).max() + 1
     assert int(k(x)) == want
+
+
+def test_row_sums_of_converted_floats_stay_exact():
+    """The extended recipe summed `i32(x)` in f32 over 40 x 25 values of 20000 (19980001 rounded to 19980000, a
+    review's finding): a sum of integers f32 may round keeps the exact scalar kernel; counts of a bool mask
+    (samples/relu_mask.gir) stay vectorised."""
+    import gir
+    text = "func f(x: f32[A, B]) -> (n: i32[]) {\n  n[] = sum(i32(x[a, b]))\n}\n"
+    x = np.full((40, 25), 20000.0, np.float32)
+    x[0, 3] = 1.0
+    assert int(gir.compile(text, target="mlu-sim", sizes={"A": 40, "B": 25}, cache=False)(x)) == 19980001
+    assert _recipe((REPO / "samples" / "relu_mask.gir").read_text(), {"M": 64, "N": 1000}) != ""
