@@ -24,7 +24,7 @@ from __future__ import annotations
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.fullreduce import mean_of
+from gir.passes.schedule_mlu.exactdiv import mean_of
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32 = ir.DType.f32

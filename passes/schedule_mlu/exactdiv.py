@@ -56,6 +56,12 @@ def count_scale(count: int, exact: bool = False) -> tuple[str, float]:
     return ("/", float(count)) if exact or in_exact_scope() else ("*", 1.0 / count)
 
 
+def mean_of(total: ir.Expr, count: int) -> ir.Expr:
+    """The mean of a sum `total` over `count` elements as an expression (`count_scale`'s operator)."""
+    op, c = count_scale(count)
+    return ir.BinOp(op, total, ir.Const(c))
+
+
 def mark_exact(func: ir.Func) -> ir.Func:
     """`func` with every kernel marked to divide exactly."""
     def mark(item):

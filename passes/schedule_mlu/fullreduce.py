@@ -24,7 +24,7 @@ from gir import ir
 from gir.shapes import reductions_preorder
 from gir.walk import map_expr, walk
 from gir.passes.schedule_mlu import build as B
-from gir.passes.schedule_mlu.exactdiv import count_scale, in_exact_scope
+from gir.passes.schedule_mlu.exactdiv import in_exact_scope, mean_of
 from gir.passes.schedule_mlu.rowmodel import NotRowModel
 
 F32, I32 = ir.DType.f32, ir.DType.i32
@@ -90,11 +90,6 @@ def split_scalar(func: ir.Func, info) -> tuple[ir.Func, list[ScalarReduce], list
     res = tuple(p for p in func.results if p.name not in names) + tuple(extra_results)
     main = ir.Func(func.name, func.params, res, tuple(body))
     return main, reds, extra
-
-
-def mean_of(total, count: int) -> ir.Expr:
-    op, c = count_scale(count)   # (exactdiv.py: a division where a step function reads the mean)
-    return ir.BinOp(op, total, B.c(c))
 
 
 def _replace(e, node, new):
