@@ -95,7 +95,7 @@ def _permute(spec, info, st: Setting, remarks) -> list:
     from gir.passes.schedule_mlu.reverse import reverse_func
     from gir.passes.schedule_mlu.transpose import permute_func
     try:
-        return permute_func(spec, info, st.tasks)
+        return permute_func(spec, info, st.tasks, st.views)
     except NotRowModel:
         return reverse_func(spec, info, st.tasks, st.nram, st.allow_sram, st.max_rows)
 

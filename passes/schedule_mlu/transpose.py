@@ -39,6 +39,7 @@ no on-chip staging). P = 1 (whole slabs) unless the slabs are too few to keep th
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -51,6 +52,8 @@ from gir.passes.schedule_mlu.rowmodel import NotRowModel
 from gir.passes.machines import MLU370
 
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
+CONVERTIBLE = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)   # a permutation may convert between these
+CONVERT_BYTES = 192 * 1024   # NRAM for a converting slab copy's part (in + out; double-buffered by the pipeline)
 
 
 def match_permute(spec: ir.Func, info) -> tuple | None:
@@ -63,7 +66,10 @@ def match_permute(spec: ir.Func, info) -> tuple | None:
     if not isinstance(x, ir.Ref) or y.name != spec.results[0].name:
         return None
     params = {p.name: p for p in spec.params}
-    if x.name not in params or params[x.name].type.dtype != spec.results[0].type.dtype:
+    if x.name not in params:
+        return None
+    src, dst = params[x.name].type.dtype, spec.results[0].type.dtype
+    if src != dst and not (src in CONVERTIBLE and dst in CONVERTIBLE):
         return None
     if any(not isinstance(i, ir.Var) for i in x.index + y.index):
         return None
@@ -73,22 +79,94 @@ def match_permute(spec: ir.Func, info) -> tuple | None:
     return x.name, y.name, tuple(xv.index(v) for v in yv)
 
 
-def permute_func(spec: ir.Func, info, tasks: int = 32) -> list:
-    """Kernels for a permutation (raises NotRowModel when `spec` is not one this module schedules)."""
-    m = match_permute(spec, info)
-    if m is None:
+def permute_func(spec: ir.Func, info, tasks: int = 32, views: bool = False):
+    """Kernels for a permutation (raises NotRowModel when `spec` is not one this module schedules). With `views`,
+    axes that x and y both hold together, adjacent and in order, are merged first through reshape views (the
+    scheduled function is returned then): `y[i, j, k] = x[j, k, i]` is the 2-D transpose of x as [J * K, I]."""
+    if match_permute(spec, info) is None:
         raise NotRowModel("not a permutation")
-    x, y, perm = m
+    if views:
+        flat = _merged(spec, info)
+        if flat is not None:
+            from gir.shapes import func_info
+            return dataclasses.replace(flat, body=tuple(_permute_kernels(flat, func_info(flat), tasks)))
+    return _permute_kernels(spec, info, tasks)
+
+
+def _merged(spec: ir.Func, info) -> ir.Func | None:
+    """`spec` with every run of y's axes that reads consecutive axes of x, in order, merged into one axis through
+    reshape views of x and y (references keep the run's first index); None when no run has two axes."""
+    x, y, perm = match_permute(spec, info)
+    runs = [[0]]
+    for k in range(1, len(perm)):
+        if perm[k] == perm[k - 1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    if len(runs) == len(perm):
+        return None
+    st = info.stmts[0].stmt
+    inner = {st.target.index[k].name for r in runs for k in r[1:]}
+
+    def retype(p: ir.Param, ref: ir.Ref) -> ir.Param:
+        shape = _run_extents(ref, p.type.shape, inner)
+        outer = p.view.outer if p.view is not None else p.type
+        return dataclasses.replace(p, type=ir.TensorType(p.type.dtype, shape),
+                                   view=ir.View(outer, tuple(ir.Const(v) for v in shape)))
+
+    def drop(ref: ir.Ref) -> ir.Ref:
+        return dataclasses.replace(ref, index=tuple(i for i in ref.index if i.name not in inner))
+
+    params = tuple(retype(p, st.value) if p.name == x else p for p in spec.params)
+    results = (retype(spec.results[0], st.target),)
+    body = tuple(dataclasses.replace(s, target=drop(s.target), value=drop(s.value)) if isinstance(s, ir.Assign)
+                 else s for s in spec.body)
+    return dataclasses.replace(spec, params=params, results=results, body=body)
+
+
+def _run_extents(ref: ir.Ref, shape: tuple, inner: set) -> tuple:
+    """The extents of `ref`'s tensor with each merged run (a kept index followed by inner ones) as one axis."""
+    out: list = []
+    for i, d in zip(ref.index, shape):
+        if i.name in inner:
+            out[-1] *= d
+        else:
+            out.append(d)
+    return tuple(out)
+
+
+def _permute_kernels(spec: ir.Func, info, tasks: int) -> list:
+    x, y, perm = match_permute(spec, info)
     xshape = next(p.type.shape for p in spec.params if p.name == x)
-    n = len(perm)
-    if perm[-2:] == (n - 1, n - 2) and sorted(perm[:-2]) == list(range(n - 2)):   # 2-D transposes of slabs
-        dt = spec.results[0].type.dtype
-        lead = tuple(spec.results[0].type.shape[:-2])
-        return [transpose2d_kernel(x, y, xshape[-2], xshape[-1], f"{spec.name}_mlu", tasks, dt, lead, perm[:-2])]
-    if perm[-1] == len(perm) - 1 and len(perm) >= 3:
-        yshape = spec.results[0].type.shape
-        return [slab_copy_kernel(x, y, perm, yshape, f"{spec.name}_mlu", tasks, spec.results[0].type.dtype)]
-    raise NotRowModel("permutation not supported")
+    yshape = spec.results[0].type.shape
+    n, dt = len(perm), spec.results[0].type.dtype
+    src = next(p.type.dtype for p in spec.params if p.name == x)
+    if perm[-1] == n - 1:   # the last axis kept: strided copies of slabs
+        return [slab_copy_kernel(x, y, perm, yshape, f"{spec.name}_mlu", tasks, src, dt)]
+    # x's axis perm[-1] becomes y's last: a 2-D transpose of (that axis, x's last) per slab of the other axes
+    ycol = perm.index(n - 1)
+    yaxes = tuple(k for k in range(n - 1) if k != ycol)
+    batch = Batch(n, perm[-1], ycol, yaxes, tuple(perm[k] for k in yaxes))
+    return [transpose2d_kernel(x, y, xshape[perm[-1]], xshape[-1], f"{spec.name}_mlu", tasks, src,
+                               tuple(yshape[k] for k in yaxes), batch=batch, out_dt=dt,
+                               pitches=(math.prod(xshape[perm[-1] + 1:]), math.prod(yshape[ycol + 1:])))]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Where a batched transpose's axes lie: x's tile rows run along its axis `xrow` (y's last axis), its tile
+    columns along its last axis (y's axis `ycol`); y's other axes `yaxes` (in y's order) read x's axes `xaxes`."""
+    rank: int
+    xrow: int
+    ycol: int
+    yaxes: tuple
+    xaxes: tuple
+
+    @staticmethod
+    def leading(lead_perm: tuple) -> "Batch":
+        """The last two axes swapped, y's leading axis k reading x's axis lead_perm[k]."""
+        n = len(lead_perm) + 2
+        return Batch(n, n - 2, n - 2, tuple(range(n - 2)), tuple(lead_perm))
 
 
 def _trips(n: int, tvar, tasks: int) -> ir.Expr:
@@ -96,15 +174,27 @@ def _trips(n: int, tvar, tasks: int) -> ir.Expr:
     return ir.BinOp("//", B.add(ir.BinOp("-", B.c(n), tvar), tasks - 1), B.c(tasks))
 
 
-def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int, xl=(), yl=()) -> list:
-    """Load x[*xl, r0:+rlen, c0:+clen], transpose the whole [rb, cb] buffer, store y[*yl, c0:+clen, r0:+rlen]
-    (xl, yl: the slab's leading indices, a batched transpose)."""
+def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int, xl=(None, None), yl=(None, None),
+          conv: ir.DType | None = None) -> list:
+    """Load x[r0:+rlen, c0:+clen], transpose the whole [rb, cb] buffer, store y[c0:+clen, r0:+rlen]. xl, yl: the
+    indices of x and y in a batched transpose, None where the tile's two slices go (x: rows, then columns; y:
+    columns, then rows). `conv`: y's element type when it differs from x's (the transposed tile is converted
+    into `tc` before the store)."""
+    out = "tc" if conv else "ta"
+    convert = [ir.Assign(B.ref("tc", B.sl(0, cb), B.sl(0, rb)),
+                         ir.Call(conv.value, (B.ref("ta", B.sl(0, cb), B.sl(0, rb)),)))] if conv else []
     return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)),
-                   B.ref(x, *xl, B.sl(r0, rlen), B.sl(c0, clen))),
+                   B.ref(x, *_fill(xl, B.sl(r0, rlen), B.sl(c0, clen)))),
             ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
-                      ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),))),
-            B.move("store", B.ref(y, *yl, B.sl(c0, clen), B.sl(r0, rlen)),
-                   B.ref("ta", B.sl(0, clen), B.sl(0, rlen)))]
+                      ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),)))] + convert + [
+            B.move("store", B.ref(y, *_fill(yl, B.sl(c0, clen), B.sl(r0, rlen))),
+                   B.ref(out, B.sl(0, clen), B.sl(0, rlen)))]
+
+
+def _fill(index: tuple, first, second) -> list:
+    """`index` with its two None entries replaced by `first` and `second`, in that order."""
+    slices = iter((first, second))
+    return [next(slices) if i is None else i for i in index]
 
 
 @dataclass(frozen=True)
@@ -129,16 +219,17 @@ def _cyclic(nunits: int, first: int, tasks: int, body) -> list:
     return [ir.For("q_", q, B.add(q, 1), (loop,))]
 
 
-def _part(x, y, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, rb: int, cb: int, xl=(), yl=()) -> list:
+def _part(x, y, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, rb: int, cb: int, xl=(None, None),
+          yl=(None, None), conv: ir.DType | None = None) -> list:
     """Part p (affine) of a column chunk: its full row tiles p*k ... (a software-pipelined loop), then the row tail
     tile (exact size) when p is the last part."""
     out: list = []
     trips = B.c(nr) if parts == 1 else ir.Call("min", (B.c(k), ir.BinOp("-", B.c(nr), B.mul(p, k))))
     if nr:
         r0 = B.mul(B.add(B.mul(p, k), B.v("it_")), rb) if parts > 1 else B.mul(B.v("it_"), rb)
-        out.append(ir.For("it_", B.c(0), trips, tuple(_tile(x, y, r0, rb, c0, clen, rb, cb, xl, yl))))
+        out.append(ir.For("it_", B.c(0), trips, tuple(_tile(x, y, r0, rb, c0, clen, rb, cb, xl, yl, conv))))
     if rt:
-        tail = _tile(x, y, B.c(nr * rb), rt, c0, clen, rb, cb, xl, yl)
+        tail = _tile(x, y, B.c(nr * rb), rt, c0, clen, rb, cb, xl, yl, conv)
         out += tail if parts == 1 else [ir.If(ir.BinOp("==", p, B.c(parts - 1)), tuple(tail), ())]
     return out
 
@@ -148,43 +239,53 @@ def _one_trip(name: str, lo: ir.Expr, body: list) -> ir.For:
 
 
 def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 32,
-                       dt: ir.DType = ir.DType.f32, lead: tuple = (), lead_perm: tuple = ()) -> ir.Kernel:
+                       dt: ir.DType = ir.DType.f32, lead: tuple = (), lead_perm: tuple = (),
+                       batch: Batch | None = None, pitches: tuple | None = None,
+                       out_dt: ir.DType | None = None) -> ir.Kernel:
     """y = x^T for x: [m, n], on the decomposition `choose_plan` picks (see the module docstring). With `lead`
-    (y's leading dims; y's leading axis k reads x's axis lead_perm[k]), every slab y[l, :, :] = x[l', :, :]^T: the
-    units of all slabs, slab-major, go cyclically to the cores."""
+    (the extents of y's other axes; by default its leading ones, y's leading axis k reading x's axis
+    lead_perm[k]; `batch` places them anywhere), every slab y[l, :, :] = x[l', :, :]^T: the units of all slabs,
+    slab-major, go cyclically to the cores. `pitches`: the elements between consecutive tile rows of x and of y
+    (by default n and m). `out_dt`: y's element type when it differs from x's (each transposed tile converted;
+    the tiles sized for the wider type)."""
     nb = math.prod(lead)
-    plan = choose_plan(m, n, L.device_nbytes(dt), tasks, nb)
+    batch = batch or Batch.leading(lead_perm)
+    conv = out_dt if out_dt is not None and out_dt != dt else None
+    es = L.device_nbytes(dt)
+    plan = choose_plan(m, n, max(es, L.device_nbytes(conv)) if conv else es, tasks, nb, pitches)
     rb, cb = plan.rb, plan.cb
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
     parts, parts_t = _parts(nr, rt, plan.k), _parts(nr, rt, plan.kt)
     body: list = [B.alloc("xa", dt, (rb, cb), "nram"), B.alloc("ta", dt, (cb, rb), "nram")]
+    body += [B.alloc("tc", conv, (cb, rb), "nram")] if conv else []
     if nc:
         def main_unit(u, xl, yl):   # unit u = (column chunk u // parts, part u % parts)
             if parts == 1:
-                return _part(x, y, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, rb, cb, xl, yl)
-            inner = _part(x, y, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, rb, cb, xl, yl)
+                return _part(x, y, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, rb, cb, xl, yl, conv)
+            inner = _part(x, y, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, rb, cb, xl, yl, conv)
             part = _one_trip("p_", ir.BinOp("%", u, B.c(parts)), inner)
             return [_one_trip("c_", ir.BinOp("//", u, B.c(parts)), [part])]
-        body += _cyclic(nb * nc * parts, 0, tasks, lambda u: _slab(u, nc * parts, lead, lead_perm, main_unit))
+        body += _cyclic(nb * nc * parts, 0, tasks, lambda u: _slab(u, nc * parts, lead, batch, main_unit))
     if ct:
         body += _cyclic(nb * parts_t, nb * nc * parts, tasks, lambda u: _slab(
-            u, parts_t, lead, lead_perm,
-            lambda r, xl, yl: _part(x, y, B.c(nc * cb), ct, r, parts_t, plan.kt, nr, rt, rb, cb, xl, yl)))
+            u, parts_t, lead, batch,
+            lambda r, xl, yl: _part(x, y, B.c(nc * cb), ct, r, parts_t, plan.kt, nr, rt, rb, cb, xl, yl, conv)))
     top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(body))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
 
 
-def _slab(u, per: int, lead: tuple, lead_perm: tuple, body) -> list:
-    """`body(r, xl, yl)` for unit u of a batched transpose: slab u // per (its leading indices yl of y, decoded by
-    one-trip loops so that regions stay affine, and xl of x) and unit r = u % per within the slab."""
+def _slab(u, per: int, lead: tuple, batch: Batch, body) -> list:
+    """`body(r, xl, yl)` for unit u of a batched transpose: slab u // per (its indices yl of y, decoded by
+    one-trip loops so that regions stay affine, and xl of x; None where the tile's slices go) and unit r = u % per
+    within the slab."""
     if not lead:
-        return body(u, (), ())
+        return body(u, (None, None), (None, None))
     names = [f"l{k}_" for k in range(len(lead))]
-    yl = [B.v(v) for v in names]
-    xl: list = [None] * len(lead)
-    for k, ax in enumerate(lead_perm):
-        xl[ax] = yl[k]
+    yl: list = [None] * batch.rank
+    xl: list = [None] * batch.rank
+    for k, (ya, xa) in enumerate(zip(batch.yaxes, batch.xaxes)):
+        yl[ya] = xl[xa] = B.v(names[k])
     stmt = [_one_trip("r_", ir.BinOp("%", u, B.c(per)), body(B.v("r_"), tuple(xl), tuple(yl)))]
     slab, span = ir.BinOp("//", u, B.c(per)), 1
     for k in reversed(range(len(lead))):
@@ -194,7 +295,7 @@ def _slab(u, per: int, lead: tuple, lead_perm: tuple, body) -> list:
     return stmt
 
 
-def choose_plan(m: int, n: int, es: int, tasks: int = 32, slabs: int = 1) -> Plan:
+def choose_plan(m: int, n: int, es: int, tasks: int = 32, slabs: int = 1, pitches: tuple | None = None) -> Plan:
     """The decomposition with the least estimated time (`_CostModel`; ties: taller tiles, then fewer and longer
     parts). Tiles are rb x 128 with rb = 128 KiB / 128 elements, or a smaller power of two down to 64 rows (more
     row tiles to spread when M is small); the part size k trades filling the cores (k small) against more DMA
@@ -204,7 +305,7 @@ def choose_plan(m: int, n: int, es: int, tasks: int = 32, slabs: int = 1) -> Pla
     nc, ct = divmod(n, cb)
     best = None
     for rb in _tile_heights(m, es):
-        model = _CostModel(m, n, es, rb, cb, tasks)
+        model = _CostModel(m, n, es, rb, cb, tasks, pitches)
         k = min(model.part_sizes(), key=lambda k: model.time([(nc * slabs, cb, k)]))
         kt = min(model.part_sizes(), key=lambda kt: model.time([(nc * slabs, cb, k), (slabs, ct, kt)])) if ct else k
         t = model.time([(nc * slabs, cb, k)] + ([(slabs, ct, kt)] if ct else []))
@@ -226,9 +327,10 @@ class _CostModel:
     no transfer overlaps: every DMA's start-up latency (a core's DMAs run one after another on its IO pipe) and the
     `__bang_transpose` of a tile no DMA hides (a part of one full tile, and the row tail tile, run unpipelined)."""
 
-    def __init__(self, m: int, n: int, es: int, rb: int, cb: int, tasks: int):
+    def __init__(self, m: int, n: int, es: int, rb: int, cb: int, tasks: int, pitches: tuple | None = None):
         mc = MLU370
         self.m, self.n, self.es, self.rb, self.cb, self.tasks = m, n, es, rb, cb, tasks
+        self.xpitch, self.ypitch = pitches or (n, m)   # elements between tile rows of x and of y
         self.nr, self.rt = divmod(m, rb)
         self.lat = mc.gdram_latency_cycles / mc.clock_hz
         self.comp = rb * cb * es // mc.vector_unit_bytes * mc.cycles_transpose / mc.clock_hz
@@ -245,7 +347,7 @@ class _CostModel:
         def seg(nbytes: int, pitch: int, extra: int) -> int:
             return 64 * (-(-nbytes // 64) + extra * (pitch % 64 != 0))
         es = self.es
-        return rows * seg(cols * es, self.n * es, 1) + cols * seg(rows * es, self.m * es, 3)
+        return rows * seg(cols * es, self.xpitch * es, 1) + cols * seg(rows * es, self.ypitch * es, 3)
 
     def time(self, groups) -> float:
         """groups: (column chunks, chunk width, k) in unit order; unit g runs on core g % tasks."""
@@ -271,38 +373,52 @@ def _parts(nr: int, rt: int, k: int) -> int:
 
 
 def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, tasks: int = 32,
-                     dt: ir.DType = ir.DType.f32) -> ir.Kernel:
-    """y[u..., s0:+R, 0:D] <- x[(the same indices, permuted)] per unit (u over y's leading axes, part s0 of S)."""
+                     dt: ir.DType = ir.DType.f32, out_dt: ir.DType | None = None) -> ir.Kernel:
+    """y[u..., s0:+R, 0:D] <- x[(the same indices, permuted)] per unit (u over y's leading axes, part s0 of S).
+    With `out_dt` (y's element type, when it differs from x's `dt`) each part is loaded into NRAM, converted and
+    stored (parts of at most CONVERT_BYTES of x and y together)."""
     lead, (s, d) = yshape[:-2], yshape[-2:]
     units = 1
     for n in lead:
         units *= n
+    conv = out_dt if out_dt is not None and out_dt != dt else None
     rows = slab_rows(units, s, d * L.device_nbytes(dt), tasks)
+    if conv:
+        row = d * (L.device_nbytes(dt) + L.device_nbytes(conv))
+        if row > CONVERT_BYTES:
+            raise NotRowModel(f"rows of {d} elements do not fit NRAM to be converted")
+        rows = min(rows, CONVERT_BYTES // row)
     parts, last = -(-s // rows), s - (s - 1) // rows * rows
     t = B.v("task_")
     u = B.add(B.mul(B.v("it_"), tasks), t)
     names = [f"u{k}_" for k in range(len(lead))]
 
-    def copy(s0, length: int) -> ir.Move:
+    def copy(s0, length: int) -> tuple:
         yidx = [B.v(v) for v in names] + [B.sl(s0, length), B.sl(0, d)]
         xidx: list = [None] * len(perm)
         for k, ax in enumerate(perm):
             xidx[ax] = yidx[k]
-        return B.move("copy", B.ref(y, *yidx), B.ref(x, *xidx))
+        if not conv:
+            return (B.move("copy", B.ref(y, *yidx), B.ref(x, *xidx)),)
+        tile = (B.sl(0, length), B.sl(0, d))
+        return (B.move("load", B.ref("xa", *tile), B.ref(x, *xidx)),
+                ir.Assign(B.ref("tc", *tile), ir.Call(conv.value, (B.ref("xa", *tile),))),
+                B.move("store", B.ref(y, *yidx), B.ref("tc", *tile)))
 
     if parts == 1:
-        stmt: ir.Stmt = copy(B.c(0), s)
+        stmt: tuple = copy(B.c(0), s)
     else:   # the innermost one-trip loop decodes the part; the last part's rows are static too
         full = copy(B.mul(B.v("p_"), rows), rows)
-        tail = ir.If(ir.BinOp("==", B.v("p_"), B.c(parts - 1)), (copy(B.c((parts - 1) * rows), last),), (full,))
-        stmt = _one_trip("p_", ir.BinOp("%", u, B.c(parts)), [tail if last != rows else full])
+        tail = ir.If(ir.BinOp("==", B.v("p_"), B.c(parts - 1)), copy(B.c((parts - 1) * rows), last), full)
+        stmt = (_one_trip("p_", ir.BinOp("%", u, B.c(parts)), [tail] if last != rows else list(full)),)
     inner = parts
     for k in reversed(range(len(lead))):      # u = (((u0 * L1 + u1) * L2 + u2) ...) * P + p: one-trip decoding
         lo = ir.BinOp("%", ir.BinOp("//", u, B.c(inner)), B.c(lead[k])) if k else ir.BinOp("//", u, B.c(inner))
-        stmt = ir.For(names[k], lo, B.add(lo, 1), (stmt,))
+        stmt = (ir.For(names[k], lo, B.add(lo, 1), stmt),)
         inner *= lead[k]
-    loop = ir.For("it_", B.c(0), _trips(units * parts, t, tasks), (stmt,))
-    top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, (loop,))
+    loop = ir.For("it_", B.c(0), _trips(units * parts, t, tasks), stmt)
+    allocs = (B.alloc("xa", dt, (rows, d), "nram"), B.alloc("tc", conv, (rows, d), "nram")) if conv else ()
+    top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, allocs + (loop,))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
 
 
