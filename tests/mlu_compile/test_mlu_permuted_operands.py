@@ -3,7 +3,6 @@ the MLU moves the tensor (or the result) by a permutation of its own and compute
 scalar kernel (`t[j, i] = exp(x[i, j]) + b[j]` was 1,830x the DMA roofline at 256 x 384), with a missed remark.
 Values against the reference evaluator for seeded random programs over every permutation of rank 2 to 4, with
 broadcast operands, in f32 / f16 / bf16, sizes 1 / primes / tails."""
-
 import numpy as np
 import pytest
 
