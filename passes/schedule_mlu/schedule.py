@@ -98,7 +98,11 @@ def schedule_mlu(func: ir.Func, sizes: dict[str, int], mode: str = "fused", allo
         if split and mode == "fused" and _views_ok() and _scalar_kernels(out):
             out = _iotas_if_faster(out, func, sizes, setting, remarks, choices, marks)
         if split and mode == "fused" and _views_ok() and _scalar_kernels(out):
-            out = _permuted_if_faster(out, func, sizes, setting, remarks, choices, marks)
+            from gir.passes.schedule_mlu.variants import rewrites_if_faster
+
+            def schedule(variant, got_r, got_c):
+                return _schedule_func(variant, sizes, "fused", *setting, got_r, got_c, True, (0, 0))
+            out = rewrites_if_faster(out, specialize(func, sizes), schedule, remarks, choices, marks)
     finally:
         if exact:
             SCOPES.pop()
@@ -163,51 +167,6 @@ def _iotas_if_faster(out, func, sizes, setting, remarks, choices, marks) -> ir.F
             got_list.extend(new)
     if choices is not None:
         choices.append(f"{INDEX_TENSORS}: estimate {seconds * 1e6:.1f} us, otherwise {before * 1e6:.1f} us")
-    return alt
-
-
-def _permuted_if_faster(out, func, sizes, setting, remarks, choices, marks) -> ir.Func:
-    """`out`, or the schedule of `func` with its operands read in another axis order moved by permutations of their
-    own first (permuted.py) when the MLU cost model estimates that faster: the tile recipes refuse a statement
-    that reads a tensor transposed, which left scalar kernels."""
-    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
-    from gir.passes.schedule_mlu.permuted import permute_operands
-    types = func_info(specialize(func, sizes)).types
-    best = None   # (seconds, schedule, remarks, choices, moves) of the faster variant
-    for keep in (True, False):
-        variant, moved = permute_operands(func, types, keep)
-        if not moved or (best is not None and moved == best[4]):
-            continue
-        got_r: list = []
-        got_c: list = []
-        try:
-            alt = _schedule_func(variant, sizes, "fused", *setting, got_r, got_c, True, (0, 0))
-            verify_module(ir.Module((alt,)))
-            seconds = estimate(alt).seconds
-        except (GirError, ValueError, KeyError):
-            continue
-        if best is None or MLU_RANKING.beats(seconds, best[0]):
-            best = (seconds, alt, got_r, got_c, moved)
-    if best is None:
-        return out
-    seconds, alt, got_r, got_c, moved = best
-    before = estimate(out).seconds
-    if not MLU_RANKING.beats(seconds, before):
-        return out
-    _drop_after(remarks, choices, marks)
-    for got_list, new in ((remarks, got_r), (choices, got_c)):
-        if got_list is not None:
-            got_list.extend(new)
-    for m in moved:
-        how = (f"'{m.stmt}' is computed in the axis order of its operands into '{m.name}', which a permutation of "
-               f"its own then moves into '{m.stmt}'" if m.source == m.stmt else
-               f"'{m.source}' is read by '{m.stmt}' in another axis order than it computes in: a permutation of "
-               f"its own moves it into '{m.name}' first")
-        _missed(remarks, f"{how} (through GDRAM: one more read and write of it; no MLU kernel fuses a transpose "
-                         "with computation)", m.loc)
-    if choices is not None:
-        choices.append(f"operands moved into one axis order first (permuted.py): estimate {seconds * 1e6:.1f} us, "
-                       f"otherwise {before * 1e6:.1f} us")
     return alt
 
 

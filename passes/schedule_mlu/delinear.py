@@ -1,0 +1,160 @@
+"""Reshapes written as index arithmetic, turned into reshape views: the MLU's recipes tile plain indices only.
+
+ONNX Reshape and Flatten arrive as quasi-affine indices (gir/onnx), and users write them so too:
+`y[i, j, k, l] = x[i, j, k * 64 + l]` (x: [8, 64, 4096] seen as [8, 64, 64, 64]) and `y[i, j, m] = x[i, j, m //
+64, m % 64] * g[j]` ran as scalar kernels (1,226x and 1,833x the DMA roofline). `delinearize` rewrites a
+function (sizes specialised) with two steps:
+
+- a variable v read as `v // c` and `v % c` (one constant c, 1 < c < R, dividing v's range R) becomes two, v_hi
+  over R / c and v_lo over c: `v // c` is v_hi, `v % c` is v_lo, and v itself v_hi * c + v_lo;
+- an index `s1 * v1 + ... + sn * vn` over distinct variables whose strides are a mixed radix (sn = 1, s_k = s_{k+1}
+  * R(v_{k+1})) and whose span s_1 * R(v_1) is the axis' extent indexes that axis split into [R(v1), ..., R(vn)]
+  by v1, ..., vn.
+
+A tensor is seen through a view (gir/views.py; no data moves) when every reference to it splits its axes alike;
+only parameters and results declared without a view take one. Anything else leaves the function as it is
+(`delinearize` returns None). The scheduler tries the rewrite when a schedule holds scalar kernels and keeps it
+when the MLU cost model estimates it faster (variants.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gir import ir
+from gir.affine import to_affine
+from gir.errors import GirError
+from gir.shapes import func_info
+from gir.walk import map_expr_pre, walk
+
+
+class _Skip(Exception):
+    """The function is left as it is."""
+
+
+def delinearize(func: ir.Func) -> ir.Func | None:
+    """`func` (sizes specialised) with its reshapes as views (module docstring), or None."""
+    try:
+        return _Delinearize(func).run()
+    except _Skip:
+        return None
+
+
+class _Delinearize:
+    def __init__(self, func: ir.Func):
+        self.func = func
+        self.info = func_info(func)
+        self.splits: dict[str, list] = {}   # tensor -> per axis: the radices every reference agrees on
+
+    def run(self) -> ir.Func | None:
+        stmts = [self._split_vars(st) for st in self.info.stmts]    # (statement, its variables' ranges)
+        changed = any(s is not st.stmt for (s, _), st in zip(stmts, self.info.stmts))
+        for s, ranges in stmts:
+            for r in [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]:
+                self._record(r, ranges)
+        viewed = {n: axes for n, axes in self.splits.items() if any(len(a) > 1 for a in axes)}
+        if not viewed and not changed:
+            return None
+        ports = {p.name: p for p in self.func.params + self.func.results}
+        if any(n not in ports or ports[n].view is not None for n in viewed):
+            raise _Skip
+        return self._rewrite(stmts, viewed)
+
+    # ------------------------------------------------------------------------------------------ variables
+    def _split_vars(self, st) -> tuple[ir.Assign, dict]:
+        """The statement with every variable read as `v // c` and `v % c` split in two, and its ranges."""
+        s = st.stmt
+        divs: dict[str, set] = {}
+        for x in [y for e in (s.value,) + tuple(s.target.index) for y in walk(e)]:
+            if isinstance(x, ir.BinOp) and x.op in ("//", "%") and isinstance(x.lhs, ir.Var) \
+                    and isinstance(x.rhs, ir.Const) and isinstance(x.rhs.value, int):
+                divs.setdefault(x.lhs.name, set()).add(x.rhs.value)
+        split = {}
+        for v, cs in divs.items():
+            rng = st.ranges.get(v)
+            if len(cs) != 1 or not isinstance(rng, int):
+                raise _Skip
+            c = next(iter(cs))
+            if not 1 < c < rng or rng % c:
+                raise _Skip
+            split[v] = c
+        ranges = dict(st.ranges)
+        if not split:
+            return s, ranges
+        parts = {}
+        for v, c in split.items():
+            hi, lo = _fresh(f"{v}_hi", ranges), _fresh(f"{v}_lo", ranges)
+            ranges[hi], ranges[lo] = ranges[v] // c, c
+            parts[v] = hi, lo
+
+        def rw(e):
+            if isinstance(e, ir.BinOp) and e.op in ("//", "%") and isinstance(e.lhs, ir.Var) and e.lhs.name in split:
+                return ir.Var(parts[e.lhs.name][0 if e.op == "//" else 1], loc=e.loc)
+            if isinstance(e, ir.Var) and e.name in split:
+                hi, lo = parts[e.name]
+                return ir.BinOp("+", ir.BinOp("*", ir.Var(hi), ir.Const(split[e.name])), ir.Var(lo), loc=e.loc)
+            return e
+        return dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw)), ranges
+
+    # ------------------------------------------------------------------------------------------ tensor axes
+    def _record(self, r: ir.Ref, ranges: dict) -> None:
+        if r.name not in self.info.types:
+            return
+        axes = [_radices(i, d, ranges)[0] for i, d in zip(r.index, self.info.types[r.name].shape)]
+        if self.splits.setdefault(r.name, axes) != axes:
+            raise _Skip     # references that split a tensor's axes differently
+
+    def _rewrite(self, stmts: list, viewed: dict) -> ir.Func:
+        """The function with the split variables and the views, analysed again (a rewrite that does not check
+        leaves the function alone)."""
+        def rewritten(s: ir.Assign, ranges: dict) -> ir.Assign:
+            def rw(e):
+                if not isinstance(e, ir.Ref) or e.name not in viewed:
+                    return e
+                index: list = []
+                for i, d in zip(e.index, self.info.types[e.name].shape):
+                    index += _radices(i, d, ranges)[1]
+                return dataclasses.replace(e, index=tuple(index))
+            return dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw))
+        body = iter(rewritten(s, ranges) for s, ranges in stmts)
+        new_body = tuple(next(body) if isinstance(x, ir.Assign) else x for x in self.func.body)
+
+        def retype(p: ir.Param) -> ir.Param:
+            if p.name not in viewed:
+                return p
+            shape = tuple(n for axes in viewed[p.name] for n in axes)
+            return dataclasses.replace(p, type=ir.TensorType(p.type.dtype, shape),
+                                       view=ir.View(p.type, tuple(ir.Const(n) for n in shape), loc=p.loc))
+        out = dataclasses.replace(self.func, params=tuple(retype(p) for p in self.func.params),
+                                  results=tuple(retype(p) for p in self.func.results), body=new_body)
+        try:
+            func_info(out)
+        except GirError:
+            raise _Skip from None
+        return out
+
+
+def _fresh(base: str, taken: dict) -> str:
+    name = base
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _radices(i: ir.Expr, extent, ranges: dict) -> tuple[tuple, list]:
+    """(the radices an index splits its axis into, the variables indexing them): ((extent,), [i]) when the index
+    is not a mixed-radix combination of variables spanning the axis."""
+    whole = ((extent,), [i])
+    a = to_affine(i)
+    if a is None or a.const or len(a.coeffs) < 2 or not isinstance(extent, int):
+        return whole
+    terms = sorted(((s, v) for v, s in a.coeffs.items()), reverse=True)
+    if any(not isinstance(ranges.get(v), int) for _, v in terms):
+        return whole
+    span = 1
+    for s, v in reversed(terms):
+        if s != span:
+            return whole
+        span *= ranges[v]
+    if span != extent:
+        return whole
+    return tuple(ranges[v] for _, v in terms), [ir.Var(v) for _, v in terms]
