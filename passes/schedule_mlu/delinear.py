@@ -43,21 +43,76 @@ class _Delinearize:
     def __init__(self, func: ir.Func):
         self.func = func
         self.info = func_info(func)
+        self.types = {n: t.shape for n, t in self.info.types.items()}   # intermediates reshaped as they go
         self.splits: dict[str, list] = {}   # tensor -> per axis: the radices every reference agrees on
 
     def run(self) -> ir.Func | None:
         stmts = [self._split_vars(st) for st in self.info.stmts]    # (statement, its variables' ranges)
         changed = any(s is not st.stmt for (s, _), st in zip(stmts, self.info.stmts))
-        for s, ranges in stmts:
-            for r in [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]:
-                self._record(r, ranges)
-        viewed = {n: axes for n, axes in self.splits.items() if any(len(a) > 1 for a in axes)}
+        ports = {p.name: p for p in self.func.params + self.func.results}
+        defined = {s.target.name: s.target for s, _ in stmts}
+        for _ in range(8):   # a tensor its readers split is redefined split, which may split what it reads
+            self.splits = {}
+            for s, ranges in stmts:
+                self._record(s.target, ranges, definition=True)
+                for r in walk(s.value):
+                    if isinstance(r, ir.Ref):
+                        self._record(r, ranges)
+            viewed = {n: axes for n, axes in self.splits.items() if any(a and len(a) > 1 for a in axes)}
+            redefine = [n for n in viewed if n in defined and any(
+                len(a or ()) > 1 and isinstance(i, ir.Var) for a, i in zip(viewed[n], defined[n].index))]
+            if not redefine:
+                break
+            for n in redefine:
+                stmts = self._reshape(stmts, n, [a or (d,) for a, d in zip(viewed[n], self.types[n])])
+            defined = {s.target.name: s.target for s, _ in stmts}
+            changed = True
+        else:
+            raise _Skip
+        reshaped = {n for n in ports if self.types[n] != self.info.types[n].shape}
         if not viewed and not changed:
             return None
-        ports = {p.name: p for p in self.func.params + self.func.results}
-        if any(n not in ports or ports[n].view is not None for n in viewed):
+        if any(ports[n].view is not None for n in (set(viewed) | reshaped) & set(ports)):
+            raise _Skip     # (an intermediate needs no view: its references are rewritten, its shape follows)
+        return self._rewrite(stmts, viewed, reshaped)
+
+    def _reshape(self, stmts: list, name: str, axes: list) -> list:
+        """The statements with intermediate `name` defined with its axes split as `axes` (its defining statement's
+        variable on a split axis becomes the variables of the parts) and read so."""
+        k = next((k for k, (s, _) in enumerate(stmts) if s.target.name == name), None)
+        if k is None:
             raise _Skip
-        return self._rewrite(stmts, viewed)
+        s, ranges = stmts[k]
+        ranges = dict(ranges)
+        sub: dict[str, ir.Expr] = {}
+        for i, radices in zip(s.target.index, axes):
+            if len(radices) == 1:
+                continue
+            if not isinstance(i, ir.Var):
+                continue    # (a split expression already: its variables index the parts below)
+            parts = [_fresh(f"{i.name}_{j}", ranges) for j in range(len(radices))]
+            for v, n in zip(parts, radices):
+                ranges[v] = n
+            e: ir.Expr = ir.Var(parts[0])
+            for v, n in zip(parts[1:], radices[1:]):
+                e = ir.BinOp("+", ir.BinOp("*", e, ir.Const(n)), ir.Var(v))
+            sub[i.name] = e
+        s = dataclasses.replace(s, target=map_expr_pre(s.target, lambda e: _subst(e, sub)),
+                                value=map_expr_pre(s.value, lambda e: _subst(e, sub)))
+        stmts = stmts[:k] + [(s, ranges)] + stmts[k + 1:]
+        out = []
+        for s, ranges in stmts:   # every reference to `name` indexes its parts
+            def rw(e, ranges=ranges):
+                if not isinstance(e, ir.Ref) or e.name != name:
+                    return e
+                index: list = []
+                for i, d in zip(e.index, self.types[name]):
+                    index += _radices(i, d, ranges)[1]
+                return dataclasses.replace(e, index=tuple(index))
+            out.append((dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw)),
+                        ranges))
+        self.types[name] = tuple(n for a in axes for n in a)
+        return out
 
     # ------------------------------------------------------------------------------------------ variables
     def _split_vars(self, st) -> tuple[ir.Assign, dict]:
@@ -96,22 +151,29 @@ class _Delinearize:
         return dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw)), ranges
 
     # ------------------------------------------------------------------------------------------ tensor axes
-    def _record(self, r: ir.Ref, ranges: dict) -> None:
-        if r.name not in self.info.types:
+    def _record(self, r: ir.Ref, ranges: dict, definition: bool = False) -> None:
+        """The radices `r` splits its tensor's axes into, checked against the other references' (None: a plain
+        variable of a definition's target, which takes any split: the definition is then rewritten)."""
+        if r.name not in self.types:
             return
-        axes = [_radices(i, d, ranges)[0] for i, d in zip(r.index, self.info.types[r.name].shape)]
-        if self.splits.setdefault(r.name, axes) != axes:
-            raise _Skip     # references that split a tensor's axes differently
+        axes = [None if definition and isinstance(i, ir.Var) else _radices(i, d, ranges)[0]
+                for i, d in zip(r.index, self.types[r.name])]
+        known = self.splits.setdefault(r.name, axes)
+        for k, (a, b) in enumerate(zip(known, axes)):
+            if a is None:
+                known[k] = b
+            elif b is not None and a != b:
+                raise _Skip     # references that split a tensor's axes differently
 
-    def _rewrite(self, stmts: list, viewed: dict) -> ir.Func:
-        """The function with the split variables and the views, analysed again (a rewrite that does not check
-        leaves the function alone)."""
+    def _rewrite(self, stmts: list, viewed: dict, reshaped: set) -> ir.Func:
+        """The function with the split variables, parameters read through views and results defined reshaped,
+        analysed again (a rewrite that does not check leaves the function alone)."""
         def rewritten(s: ir.Assign, ranges: dict) -> ir.Assign:
             def rw(e):
                 if not isinstance(e, ir.Ref) or e.name not in viewed:
                     return e
                 index: list = []
-                for i, d in zip(e.index, self.info.types[e.name].shape):
+                for i, d in zip(e.index, self.types[e.name]):
                     index += _radices(i, d, ranges)[1]
                 return dataclasses.replace(e, index=tuple(index))
             return dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw))
@@ -119,9 +181,12 @@ class _Delinearize:
         new_body = tuple(next(body) if isinstance(x, ir.Assign) else x for x in self.func.body)
 
         def retype(p: ir.Param) -> ir.Param:
-            if p.name not in viewed:
+            if p.name in reshaped:
+                shape = tuple(self.types[p.name])
+            elif p.name in viewed:
+                shape = tuple(n for axes, d in zip(viewed[p.name], p.type.shape) for n in (axes or (d,)))
+            else:
                 return p
-            shape = tuple(n for axes in viewed[p.name] for n in axes)
             return dataclasses.replace(p, type=ir.TensorType(p.type.dtype, shape),
                                        view=ir.View(p.type, tuple(ir.Const(n) for n in shape), loc=p.loc))
         out = dataclasses.replace(self.func, params=tuple(retype(p) for p in self.func.params),
@@ -131,6 +196,10 @@ class _Delinearize:
         except GirError:
             raise _Skip from None
         return out
+
+
+def _subst(e, sub: dict):
+    return sub.get(e.name, e) if isinstance(e, ir.Var) else e
 
 
 def _fresh(base: str, taken: dict) -> str:
