@@ -174,21 +174,30 @@ def _trips(n: int, tvar, tasks: int) -> ir.Expr:
     return ir.BinOp("//", B.add(ir.BinOp("-", B.c(n), tvar), tasks - 1), B.c(tasks))
 
 
-def _tile(x, y, r0, rlen: int, c0, clen: int, rb: int, cb: int, xl=(None, None), yl=(None, None),
-          conv: ir.DType | None = None) -> list:
-    """Load x[r0:+rlen, c0:+clen], transpose the whole [rb, cb] buffer, store y[c0:+clen, r0:+rlen]. xl, yl: the
-    indices of x and y in a batched transpose, None where the tile's two slices go (x: rows, then columns; y:
-    columns, then rows). `conv`: y's element type when it differs from x's (the transposed tile is converted
-    into `tc` before the store)."""
-    out = "tc" if conv else "ta"
-    convert = [ir.Assign(B.ref("tc", B.sl(0, cb), B.sl(0, rb)),
-                         ir.Call(conv.value, (B.ref("ta", B.sl(0, cb), B.sl(0, rb)),)))] if conv else []
-    return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)),
-                   B.ref(x, *_fill(xl, B.sl(r0, rlen), B.sl(c0, clen)))),
-            ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
-                      ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),)))] + convert + [
-            B.move("store", B.ref(y, *_fill(yl, B.sl(c0, clen), B.sl(r0, rlen))),
-                   B.ref(out, B.sl(0, clen), B.sl(0, rlen)))]
+@dataclass(frozen=True)
+class _Tiles:
+    """What every tile of a transpose does: load x[r0:+rlen, c0:+clen] into `xa`, transpose the whole [rb, cb]
+    buffer into `ta`, store y[c0:+clen, r0:+rlen]. `conv`: y's element type when it differs from x's (the
+    transposed tile is converted into `tc` first)."""
+    x: str
+    y: str
+    rb: int
+    cb: int
+    conv: ir.DType | None = None
+
+    def tile(self, r0, rlen: int, c0, clen: int, xl=(None, None), yl=(None, None)) -> list:
+        """xl, yl: the indices of x and y in a batched transpose, None where the tile's two slices go (x: rows,
+        then columns; y: columns, then rows)."""
+        rb, cb = self.rb, self.cb
+        out = "tc" if self.conv else "ta"
+        convert = [ir.Assign(B.ref("tc", B.sl(0, cb), B.sl(0, rb)),
+                             ir.Call(self.conv.value, (B.ref("ta", B.sl(0, cb), B.sl(0, rb)),)))] if self.conv else []
+        return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)),
+                       B.ref(self.x, *_fill(xl, B.sl(r0, rlen), B.sl(c0, clen)))),
+                ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
+                          ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),)))] + convert + [
+                B.move("store", B.ref(self.y, *_fill(yl, B.sl(c0, clen), B.sl(r0, rlen))),
+                       B.ref(out, B.sl(0, clen), B.sl(0, rlen)))]
 
 
 def _fill(index: tuple, first, second) -> list:
@@ -219,17 +228,18 @@ def _cyclic(nunits: int, first: int, tasks: int, body) -> list:
     return [ir.For("q_", q, B.add(q, 1), (loop,))]
 
 
-def _part(x, y, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, rb: int, cb: int, xl=(None, None),
-          yl=(None, None), conv: ir.DType | None = None) -> list:
+def _part(t: _Tiles, c0, clen: int, p, parts: int, k: int, nr: int, rt: int, xl=(None, None),
+          yl=(None, None)) -> list:
     """Part p (affine) of a column chunk: its full row tiles p*k ... (a software-pipelined loop), then the row tail
     tile (exact size) when p is the last part."""
     out: list = []
+    rb = t.rb
     trips = B.c(nr) if parts == 1 else ir.Call("min", (B.c(k), ir.BinOp("-", B.c(nr), B.mul(p, k))))
     if nr:
         r0 = B.mul(B.add(B.mul(p, k), B.v("it_")), rb) if parts > 1 else B.mul(B.v("it_"), rb)
-        out.append(ir.For("it_", B.c(0), trips, tuple(_tile(x, y, r0, rb, c0, clen, rb, cb, xl, yl, conv))))
+        out.append(ir.For("it_", B.c(0), trips, tuple(t.tile(r0, rb, c0, clen, xl, yl))))
     if rt:
-        tail = _tile(x, y, B.c(nr * rb), rt, c0, clen, rb, cb, xl, yl, conv)
+        tail = t.tile(B.c(nr * rb), rt, c0, clen, xl, yl)
         out += tail if parts == 1 else [ir.If(ir.BinOp("==", p, B.c(parts - 1)), tuple(tail), ())]
     return out
 
@@ -257,20 +267,21 @@ def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 3
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
     parts, parts_t = _parts(nr, rt, plan.k), _parts(nr, rt, plan.kt)
+    t = _Tiles(x, y, rb, cb, conv)
     body: list = [B.alloc("xa", dt, (rb, cb), "nram"), B.alloc("ta", dt, (cb, rb), "nram")]
     body += [B.alloc("tc", conv, (cb, rb), "nram")] if conv else []
     if nc:
         def main_unit(u, xl, yl):   # unit u = (column chunk u // parts, part u % parts)
             if parts == 1:
-                return _part(x, y, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, rb, cb, xl, yl, conv)
-            inner = _part(x, y, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, rb, cb, xl, yl, conv)
+                return _part(t, B.mul(u, cb), cb, B.c(0), 1, plan.k, nr, rt, xl, yl)
+            inner = _part(t, B.mul(B.v("c_"), cb), cb, B.v("p_"), parts, plan.k, nr, rt, xl, yl)
             part = _one_trip("p_", ir.BinOp("%", u, B.c(parts)), inner)
             return [_one_trip("c_", ir.BinOp("//", u, B.c(parts)), [part])]
         body += _cyclic(nb * nc * parts, 0, tasks, lambda u: _slab(u, nc * parts, lead, batch, main_unit))
     if ct:
         body += _cyclic(nb * parts_t, nb * nc * parts, tasks, lambda u: _slab(
             u, parts_t, lead, batch,
-            lambda r, xl, yl: _part(x, y, B.c(nc * cb), ct, r, parts_t, plan.kt, nr, rt, rb, cb, xl, yl, conv)))
+            lambda r, xl, yl: _part(t, B.c(nc * cb), ct, r, parts_t, plan.kt, nr, rt, xl, yl)))
     top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, tuple(body))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
 
