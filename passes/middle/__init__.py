@@ -23,6 +23,7 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     and schedule's recipes are the MLU strategies (search/mlu.py), which need every size in `sizes`; the MLU's
     pipeline ends with software-pipeline (its kernels' load / compute / store pipelining)."""
     from gir.passes.builtin.hoist import HoistReductions
+    from gir.passes.builtin.delinear import Delinearize
     from gir.passes.builtin.squeeze import SqueezeUnitAxes
     from gir.passes.middle.search.mlu import is_mlu
     from gir.passes.middle.forward import DeadStores, ForwardStores
@@ -35,7 +36,7 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     hints = tuple(f"{k}={v}" for k, v in (sizes or {}).items())
     if is_mlu(target):
         target, check = "mlu-sim", True   # (the MLU's kernels are checked by gir compile / gir run --check)
-    passes = (SqueezeUnitAxes(), HoistReductions(), NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
+    passes = (SqueezeUnitAxes(), Delinearize(), HoistReductions(), NaiveLower(), Fuse(), ForwardStores(), DeadStores(), LoadCSE(),
               Promote(target=target, machine=machine, sizes=hints),
               Schedule(target=target, sizes=hints, machine=machine, check=check))
     if is_mlu(target):

@@ -63,7 +63,7 @@ class _Best:
 
 
 def _delinearized(spec: ir.Func):
-    from gir.passes.schedule_mlu.delinear import delinearize
+    from gir.passes.builtin.delinear import delinearize
     got = delinearize(spec)
     if got is not None:
         yield got, [], "reshapes written as index arithmetic seen as reshape views (delinear.py)"

@@ -25,7 +25,7 @@ def _kernels(out: str) -> int:
 def test_default_pipeline_is_what_compile_runs(capsys):
     assert main(["passes", "--default", "--target", "cuda"]) == 0
     text = capsys.readouterr().out.strip()
-    assert text.split(",")[:3] == ["squeeze-unit-axes", "hoist-reductions", "naive-lower"] and \
+    assert text.split(",")[:4] == ["squeeze-unit-axes", "delinearize", "hoist-reductions", "naive-lower"] and \
         text.split(",")[-1].startswith("schedule")
     assert main(["compile", SOFTMAX, "--emit", "gir"]) == 0
     default = capsys.readouterr().out

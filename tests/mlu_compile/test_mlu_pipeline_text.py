@@ -16,7 +16,7 @@ from gir.printer import print_module
 
 REPO = Path(__file__).resolve().parents[2]
 SOFTMAX = REPO / "samples" / "softmax.gir"
-FRONT = "squeeze-unit-axes,hoist-reductions,naive-lower,fuse,forward-stores,dead-stores,load-cse"
+FRONT = "squeeze-unit-axes,delinearize,hoist-reductions,naive-lower,fuse,forward-stores,dead-stores,load-cse"
 
 
 def _run(capsys, *argv) -> tuple[int, str, str]:

@@ -1,9 +1,11 @@
-"""Reshapes written as index arithmetic, turned into reshape views: the MLU's recipes tile plain indices only.
+"""delinearize: reshapes written as index arithmetic turned into reshape views (no data moves).
 
 ONNX Reshape and Flatten arrive as quasi-affine indices (gir/onnx), and users write them so too:
 `y[i, j, k, l] = x[i, j, k * 64 + l]` (x: [8, 64, 4096] seen as [8, 64, 64, 64]) and `y[i, j, m] = x[i, j, m //
-64, m % 64] * g[j]` ran as scalar kernels (1,226x and 1,833x the DMA roofline). `delinearize` rewrites a
-function (sizes specialised) with two steps:
+64, m % 64] * g[j]` ran as scalar MLU kernels (1,226x and 1,833x the DMA roofline), and `fuse` keeps an
+intermediate read at a computed index out of its reader's group (an imported scale-then-reshape moved 2.0x its
+compulsory bytes on sim). `delinearize` rewrites a function whose extents involved are integers (literal, or
+sizes specialised) with two steps:
 
 - a variable v read as `v // c` and `v % c` (one constant c, 1 < c < R, dividing v's range R) becomes two, v_hi
   over R / c and v_lo over c: `v // c` is v_hi, `v % c` is v_lo, and v itself v_hi * c + v_lo;
@@ -12,19 +14,52 @@ function (sizes specialised) with two steps:
   by v1, ..., vn.
 
 A tensor is seen through a view (gir/views.py; no data moves) when every reference to it splits its axes alike;
-only parameters and results declared without a view take one. Anything else leaves the function as it is
-(`delinearize` returns None). The scheduler tries the rewrite when a schedule holds scalar kernels and keeps it
-when the MLU cost model estimates it faster (variants.py).
+parameters and results declared without a view take one, an intermediate read split by every reader is
+redefined split (its defining statement's variable becomes the parts' variables), which may split what it reads.
+Anything else leaves the function as it is (`delinearize` returns None). A pass of every target's default
+pipeline (after squeeze-unit-axes), applied where it lessens the intermediates read at computed indices (so that
+`fuse` can group them with their readers); the MLU scheduler also tries it, weighed by its cost model, when a
+schedule holds scalar kernels (passes/schedule_mlu/variants.py).
 """
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
 
 from gir import ir
 from gir.affine import to_affine
 from gir.errors import GirError
+from gir.passes.base import ModulePass, PassContext
+from gir.passes.builtin.exprs import map_operator_funcs
 from gir.shapes import func_info
 from gir.walk import map_expr_pre, walk
+
+
+@dataclass(frozen=True)
+class Delinearize(ModulePass):
+    """Reshapes written as index arithmetic (`x[i, k * 64 + l]`, `x[m // 64, m % 64]`) as reshape views."""
+    name: ClassVar[str] = "delinearize"
+
+    def apply(self, ctx: PassContext, module: ir.Module) -> ir.Module:
+        def one(f: ir.Func) -> ir.Func:
+            before = computed_reads(f)
+            out = delinearize(f) if before else None
+            if out is None or computed_reads(out) >= before:
+                return f
+            ctx.bump("delinearize.functions")
+            return out
+        return map_operator_funcs(module, one)
+
+
+def computed_reads(func: ir.Func) -> int:
+    """Reads of intermediates at an index that is not a plain variable: what `fuse` keeps out of the reader's
+    group. The pass rewrites a function only to lessen them (parameters and results read at computed indices
+    cost no traffic on the GPU targets; the MLU scheduler weighs those rewrites with its cost model)."""
+    results = {p.name for p in func.results}
+    inter = {s.target.name for s in func.body if isinstance(s, ir.Assign)} - results
+    return sum(1 for s in func.body if isinstance(s, ir.Assign) for r in walk(s.value)
+               if isinstance(r, ir.Ref) and r.name in inter and any(not isinstance(i, ir.Var) for i in r.index))
 
 
 class _Skip(Exception):
@@ -35,7 +70,7 @@ def delinearize(func: ir.Func) -> ir.Func | None:
     """`func` (sizes specialised) with its reshapes as views (module docstring), or None."""
     try:
         return _Delinearize(func).run()
-    except _Skip:
+    except (_Skip, GirError):   # (GirError: a function the analysis refuses is not rewritten)
         return None
 
 
