@@ -3,7 +3,7 @@ kernels and kept when the MLU cost model estimates the rewritten program faster 
 
 | rewrite | what it does (module) |
 |---|---|
-| reshapes as views | index arithmetic that reshapes (`x[i, k * 64 + l]`, `x[m // 64, m % 64]`) as reshape views of the tensors (delinear.py) |
+| reshapes as views | index arithmetic that reshapes (`x[i, k * 64 + l]`, `x[m // 64, m % 64]`) as reshape views of the tensors (passes/builtin/delinear.py; also a pass of the default pipeline) |
 | permuted operands | operands read in another axis order moved by permutations of their own first (permuted.py) |
 
 The rewrites compose: each is applied to the best program so far. (Index values read from index tensors,
@@ -66,7 +66,7 @@ def _delinearized(spec: ir.Func):
     from gir.passes.builtin.delinear import delinearize
     got = delinearize(spec)
     if got is not None:
-        yield got, [], "reshapes written as index arithmetic seen as reshape views (delinear.py)"
+        yield got, [], "reshapes written as index arithmetic seen as reshape views (passes/builtin/delinear.py)"
 
 
 def _permuted(spec: ir.Func):
