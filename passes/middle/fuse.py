@@ -106,6 +106,8 @@ def fuse_func(g: FuncGraph, ctx: PassContext | None = None, max_stmts: int = 0, 
             built[k] = _scan_group(g, groups[k])
             depth[s.id] = 1
         else:
+            if ctx is not None and scan_of(g.stmts[s.id].value) is not None:
+                _say_unshared_scan(g, groups, s.id, ctx)
             groups.append([s.id])
             built.append(_singleton(g, s.id))
             depth[s.id] = 1
@@ -137,6 +139,24 @@ def _sibling_scans(g: FuncGraph, groups: list[list[int]], s: int, max_stmts: int
                 and len(members) < MAX_SIBLING_SCANS and not (max_stmts and len(members) >= max_stmts)):
             return k
     return None
+
+
+def _say_unshared_scan(g: FuncGraph, groups: list[list[int]], s: int, ctx: PassContext) -> None:
+    """A missed remark when scan `s` reads an input of an earlier group of scans over the same extents but along
+    another axis: each kernel reads the shared input (a row scan and a column scan of x move x twice)."""
+    mine = {n.tensor for n in g.loads(s)}
+    shape = _scan_shape(g, s)
+    for members in groups:
+        others = [m for m in members if (_scan_shape(g, m) or (None,))[0] == shape[0] and _scan_shape(g, m) != shape]
+        shared = sorted(mine & {n.tensor for m in others for n in g.loads(m)})
+        if others and shared:
+            axis = scan_of(g.stmts[s].value).axis
+            theirs = scan_of(g.stmts[others[0]].value).axis
+            ctx.remark("fuse", "missed", f"'{g.stmts[s].target}' is not fused with {_names(g, others)}: they scan "
+                       f"along other axes ('{axis}' here, '{theirs}' there) and no kernel holds both a row and a "
+                       f"column of their operands: {', '.join(repr(t) for t in shared)} is read by each kernel",
+                       g.stmts[s].loc)
+            return
 
 
 def _scan_shape(g: FuncGraph, s: int):

@@ -147,3 +147,15 @@ def test_reverse_only_operands_are_read_by_the_forward_pass_only_where_stashed()
     judge(res.outputs["r"], numpy_scan("cumsum", x.astype(np.float64) * y, 1, False, True), "f32", "r")
     # x past the stash is read again by the reverse pass (x * y): at most 2 x + 1 y
     assert res.stats.global_read_bytes <= 1.05 * (x.nbytes + y.nbytes + (x.nbytes - 4 * 4 * 9472))
+
+
+def test_scans_along_other_axes_of_a_shared_input_are_said():
+    # a row scan and a column scan of x cannot share a kernel (no team holds a row and a column): x is read twice,
+    # and a missed remark says so (samples/cumsum.gir: 1.324x the compulsory bytes on sim at 2048 x 2048)
+    from gir.passes.middle import run_default
+    text = ("func f(x: f32[M, N]) -> (c: f32[M, N], r: f32[M, N], d: f32[M, N]) {\n"
+            "  c[i, j] = cumsum(x[i, j], j)\n  r[i, j] = cummax(x[i, j], i, reverse=1)\n"
+            "  d[i, j] = cumsum(exp(x[i, j]), j)\n}\n")
+    _, ctx = run_default(parse_text(text), "sim", {"sizes": {"M": 64, "N": 64}})
+    said = [r.message for r in ctx.remarks if r.kind == "missed" and "other axes" in r.message]
+    assert len(said) == 1 and "'r' is not fused with 'c'" in said[0] and "'x'" in said[0], said
