@@ -6,7 +6,8 @@ kernels and kept when the MLU cost model estimates the rewritten program faster 
 | reshapes as views | index arithmetic that reshapes (`x[i, k * 64 + l]`, `x[m // 64, m % 64]`) as reshape views of the tensors (passes/builtin/delinear.py; also a pass of the default pipeline) |
 | permuted operands | operands read in another axis order moved by permutations of their own first (permuted.py) |
 
-The rewrites compose: each is applied to the best program so far. (Index values read from index tensors,
+The rewrites compose: each is applied to the function and to every earlier rewrite of it (a reshape written as
+index arithmetic that also transposes, `y[b, h, s, d] = x[b, s, h * 64 + d] * w[h * 64 + d]`, needs both). (Index values read from index tensors,
 iotas.py, run before these from schedule.py: they need the tensors declared as they are.)
 """
 from __future__ import annotations
@@ -22,10 +23,15 @@ def rewrites_if_faster(out: ir.Func, spec: ir.Func, schedule, remarks, choices, 
     estimates faster. `schedule(func, remarks, choices)` schedules a rewritten function; `marks`: the lengths of
     `remarks` and `choices` before `out` was scheduled (a rewrite kept replaces what `out` said)."""
     from gir.passes.schedule_mlu.cost import estimate
-    best = _Best(out, estimate(out).seconds, spec)
+    best = _Best(out, estimate(out).seconds)
+    bases = [(spec, [], [])]   # (program, its remarks, its rewrites): each rewrite applies to every earlier one
     for rewrite in (_delinearized, _permuted):
-        for variant, said, what in rewrite(best.spec):
-            best.consider(variant, said, what, schedule)
+        made = []
+        for base, said0, what0 in bases:
+            for variant, said, what in rewrite(base):
+                made.append((variant, said0 + said, what0 + [what]))
+                best.consider(variant, said0 + said, " and ".join(what0 + [what]), schedule)
+        bases += made
     if best.out is out:
         return out
     for got, n in ((remarks, marks[0]), (choices, marks[1])):
@@ -39,8 +45,8 @@ def rewrites_if_faster(out: ir.Func, spec: ir.Func, schedule, remarks, choices, 
 
 
 class _Best:
-    def __init__(self, out: ir.Func, seconds: float, spec: ir.Func):
-        self.out, self.seconds, self.spec = out, seconds, spec
+    def __init__(self, out: ir.Func, seconds: float):
+        self.out, self.seconds = out, seconds
         self.remarks: list = []
         self.choices: list = []
 
@@ -59,7 +65,7 @@ class _Best:
         from gir.passes.remarks import Remark
         self.remarks = got_r + [Remark("schedule-mlu", "missed", m, loc) for m, loc in said]
         self.choices = got_c + [f"{what}: estimate {seconds * 1e6:.1f} us, otherwise {self.seconds * 1e6:.1f} us"]
-        self.out, self.seconds, self.spec = alt, seconds, variant
+        self.out, self.seconds = alt, seconds
 
 
 def _delinearized(spec: ir.Func):
