@@ -32,6 +32,7 @@ from gir.affine import to_affine
 from gir.errors import GirError
 from gir.passes.base import ModulePass, PassContext
 from gir.passes.builtin.exprs import map_operator_funcs
+from gir.scan import scan_of
 from gir.shapes import func_info
 from gir.walk import map_expr_pre, walk
 
@@ -80,23 +81,26 @@ class _Delinearize:
         self.info = func_info(func)
         self.types = {n: t.shape for n, t in self.info.types.items()}   # intermediates reshaped as they go
         self.splits: dict[str, list] = {}   # tensor -> per axis: the radices every reference agrees on
+        self.conflicts: set[str] = set()    # tensors some reference reads whole and another split
 
     def run(self) -> ir.Func | None:
         stmts = [self._split_vars(st) for st in self.info.stmts]    # (statement, its variables' ranges)
         changed = any(s is not st.stmt for (s, _), st in zip(stmts, self.info.stmts))
         ports = {p.name: p for p in self.func.params + self.func.results}
         defined = {s.target.name: s.target for s, _ in stmts}
-        for _ in range(8):   # a tensor its readers split is redefined split, which may split what it reads
-            self.splits = {}
+        for _ in range(32):   # a tensor its readers split is redefined split, which may split what it reads
+            self.splits, self.conflicts = {}, set()
             for s, ranges in stmts:
                 self._record(s.target, ranges, definition=True)
                 for r in walk(s.value):
                     if isinstance(r, ir.Ref):
                         self._record(r, ranges)
             viewed = {n: axes for n, axes in self.splits.items() if any(a and len(a) > 1 for a in axes)}
-            redefine = [n for n in viewed if n in defined and any(
+            redefine = [n for n in viewed if n in defined and n not in self.conflicts and any(
                 len(a or ()) > 1 and isinstance(i, ir.Var) for a, i in zip(viewed[n], defined[n].index))]
             if not redefine:
+                if self.conflicts:
+                    raise _Skip     # a tensor read whole and split, and no redefinition left to split the whole
                 break
             for n in redefine:
                 stmts = self._reshape(stmts, n, [a or (d,) for a, d in zip(viewed[n], self.types[n])])
@@ -132,6 +136,9 @@ class _Delinearize:
             for v, n in zip(parts[1:], radices[1:]):
                 e = ir.BinOp("+", ir.BinOp("*", e, ir.Const(n)), ir.Var(v))
             sub[i.name] = e
+        scan = scan_of(s.value)
+        if scan is not None and scan.axis in sub:
+            raise _Skip
         s = dataclasses.replace(s, target=map_expr_pre(s.target, lambda e: _subst(e, sub)),
                                 value=map_expr_pre(s.value, lambda e: _subst(e, sub)))
         stmts = stmts[:k] + [(s, ranges)] + stmts[k + 1:]
@@ -167,6 +174,9 @@ class _Delinearize:
             if not 1 < c < rng or rng % c:
                 raise _Skip
             split[v] = c
+        scan = scan_of(s.value)
+        if scan is not None and scan.axis in split:
+            raise _Skip     # (a scan along a variable read as parts: its axis would be an expression)
         ranges = dict(st.ranges)
         if not split:
             return s, ranges
@@ -195,10 +205,12 @@ class _Delinearize:
                 for i, d in zip(r.index, self.types[r.name])]
         known = self.splits.setdefault(r.name, axes)
         for k, (a, b) in enumerate(zip(known, axes)):
-            if a is None:
+            if a is None or (b is not None and len(a) == 1 and len(b) > 1):
                 known[k] = b
-            elif b is not None and a != b:
-                raise _Skip     # references that split a tensor's axes differently
+            if a is not None and b is not None and a != b:
+                if len(a) > 1 and len(b) > 1:
+                    raise _Skip     # references that split a tensor's axes differently
+                self.conflicts.add(r.name)   # whole and split: settled only if a redefinition splits the whole
 
     def _rewrite(self, stmts: list, viewed: dict, reshaped: set) -> ir.Func:
         """The function with the split variables, parameters read through views and results defined reshaped,
@@ -223,7 +235,7 @@ class _Delinearize:
             else:
                 return p
             return dataclasses.replace(p, type=ir.TensorType(p.type.dtype, shape),
-                                       view=ir.View(p.type, tuple(ir.Const(n) for n in shape), loc=p.loc))
+                                       view=ir.View(p.type, tuple(_dim(n) for n in shape), loc=p.loc))
         out = dataclasses.replace(self.func, params=tuple(retype(p) for p in self.func.params),
                                   results=tuple(retype(p) for p in self.func.results), body=new_body)
         try:
@@ -231,6 +243,11 @@ class _Delinearize:
         except GirError:
             raise _Skip from None
         return out
+
+
+def _dim(n) -> ir.Expr:
+    """A view dimension: an extent, or the size name of an axis left whole."""
+    return ir.Const(n) if isinstance(n, int) else ir.Var(n)
 
 
 def _subst(e, sub: dict):

@@ -52,7 +52,7 @@ from gir.passes.schedule_mlu.rowmodel import NotRowModel
 from gir.passes.machines import MLU370
 
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
-CONVERTIBLE = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)   # a permutation may convert between these
+CONVERTIBLE = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)   # a permutation may convert f32 <-> f16 / bf16
 CONVERT_BYTES = 192 * 1024   # NRAM for a converting slab copy's part (in + out; double-buffered by the pipeline)
 
 
@@ -69,8 +69,8 @@ def match_permute(spec: ir.Func, info) -> tuple | None:
     if x.name not in params:
         return None
     src, dst = params[x.name].type.dtype, spec.results[0].type.dtype
-    if src != dst and not (src in CONVERTIBLE and dst in CONVERTIBLE):
-        return None
+    if src != dst and not (src in CONVERTIBLE and dst in CONVERTIBLE and ir.DType.f32 in (src, dst)):
+        return None     # (the vector unit converts between f32 and a 16-bit type only)
     if any(not isinstance(i, ir.Var) for i in x.index + y.index):
         return None
     xv, yv = [i.name for i in x.index], [i.name for i in y.index]

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gir.evaluate import random_inputs
+from gir.evaluate import evaluate, random_inputs
 from gir.parser import parse_text
 from gir.targets.mlu.run import run_func
 
@@ -93,3 +93,13 @@ def test_kept_last_axis_copies_run_along_the_longest_axis():
     assert res.stats["seconds"] / roofline <= 1.1
     _run((0, 2, 1, 3), "f32", (2, 5, 67, 3), 5)      # values with the longest axis not the second-to-last
     _run((2, 0, 1, 3), "f16", (3, 70, 2, 5), 6)
+
+
+def test_f16_to_bf16_permutations_are_not_claimed():
+    # the vector unit converts between f32 and a 16-bit type only: f16 -> bf16 is not a permute recipe's (it
+    # failed to compile when it was), the program still runs (and is said to be scalar)
+    f = parse_text("func f(x: f16[M, N]) -> (y: bf16[N, M]) {\n  y[j, i] = x[i, j]\n}\n").funcs[0]
+    x = random_inputs(f, {"M": 3, "N": 5}, np.random.default_rng(0))
+    res = run_func(f, x, {"M": 3, "N": 5})
+    want = evaluate(f, x, {"M": 3, "N": 5})["y"]
+    assert np.array_equal(np.asarray(res.outputs["y"]).astype(np.float32), np.asarray(want).astype(np.float32))
