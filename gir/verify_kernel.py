@@ -441,12 +441,18 @@ def _steps_with(ref: ir.Ref, var: str) -> bool:
 def _reshaping(s: ir.Move, a, b, dst, src) -> bool:
     """An MLU load or store between a run of one @gdram axis and an @nram tile of the same number of elements
     (row-major order; the MLU emitter checks that the tile's region is contiguous): a chunk of a long row seen as
-    rows of a tile."""
+    rows of a tile; or between a contiguous @gdram region and a 1-D @nram run; or an @nram copy packing a
+    region's rows into a 1-D run (or spreading them from one): a transpose's short rows moved as one transfer."""
+    if s.mask or math.prod(a) != math.prod(b):
+        return False
+    if s.kind == "copy":   # NRAM rows packed into (or spread from) a 1-D NRAM run of the same count
+        return dst.level == src.level == ir.Level.nram and 1 in (len(_squeeze(a)), len(_squeeze(b)))
     off = src if s.kind == "load" else dst
     on = dst if s.kind == "load" else src
     run = a if s.kind == "store" else b
-    return (s.kind in ("load", "store") and not s.mask and off.level.off_chip and on.level == ir.Level.nram
-            and len(_squeeze(run)) == 1 and math.prod(a) == math.prod(b))
+    tile = b if s.kind == "store" else a
+    return (s.kind in ("load", "store") and off.level.off_chip and on.level == ir.Level.nram
+            and (len(_squeeze(run)) == 1 or len(_squeeze(tile)) == 1))
 
 
 def _squeeze(shape):

@@ -277,13 +277,20 @@ class _KernelEmitter:
             raise GirError("moves cannot convert element types", s.loc)
         doff, ddims = self._dims(s.dst)
         soff, sdims = self._dims(s.src)
-        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move: one contiguous run each side
-            n = _run_length(ddims)
-            if s.mask or n is None or n != _run_length(sdims):
+        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move: one contiguous run each side,
+            n, dn, sn = None, _run_length(ddims), _run_length(sdims)   # or one side packing the other's rows
+            if not s.mask and dn is not None and dn == sn:
+                n = dn
+                ddims = [[n, 1, n, C.Num(0)]] if ddims else []
+                sdims = [[n, 1, n, C.Num(0)]] if sdims else []
+            elif not s.mask and dn is not None and len(ddims) == 1 and dn == _count(sdims):
+                ddims = _packed(sdims)
+            elif not s.mask and sn is not None and len(sdims) == 1 and sn == _count(ddims):
+                sdims = _packed(ddims)
+            else:
                 raise GirError("region shapes of a move differ after dropping unit dims (a move may reshape only "
-                               "between contiguous regions of the same size)", s.loc)
-            ddims = [[n, 1, n, C.Num(0)]] if ddims else []
-            sdims = [[n, 1, n, C.Num(0)]] if sdims else []
+                               "between contiguous regions of the same size, or between a 1-D run and the rows of "
+                               "a region of the same size)", s.loc)
         esz = L.device_nbytes(db.dtype)
         cnt = None
         if s.mask:
@@ -481,6 +488,22 @@ def _region_size(r: ir.Ref) -> int:
 def _leaves(e):
     from gir.shapes import _walk
     return _walk(e)
+
+
+def _count(dims: list) -> int:
+    n = 1
+    for d in dims:
+        n *= d[0]
+    return n
+
+
+def _packed(dims: list) -> list:
+    """The dims of a contiguous 1-D run holding a region of these dims' lengths, row-major and dense."""
+    out, stride = [], 1
+    for length, _, _, _ in reversed(dims):
+        out.insert(0, [length, stride, length, C.Num(0)])
+        stride *= length
+    return out
 
 
 def _run_length(dims: list) -> int | None:

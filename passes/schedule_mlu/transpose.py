@@ -53,6 +53,7 @@ from gir.passes.machines import MLU370
 
 TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB of NRAM
 CONVERTIBLE = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)   # a permutation may convert f32 <-> f16 / bf16
+PACKED_ROW = 64    # bytes: shorter tile rows of a contiguous tile region move packed (one transfer per tile)
 CONVERT_BYTES = 192 * 1024   # NRAM for a converting slab copy's part (in + out; double-buffered by the pipeline)
 
 
@@ -178,26 +179,42 @@ def _trips(n: int, tvar, tasks: int) -> ir.Expr:
 class _Tiles:
     """What every tile of a transpose does: load x[r0:+rlen, c0:+clen] into `xa`, transpose the whole [rb, cb]
     buffer into `ta`, store y[c0:+clen, r0:+rlen]. `conv`: y's element type when it differs from x's (the
-    transposed tile is converted into `tc` first)."""
+    transposed tile is converted into `tc` first). `packed_in` / `packed_out`: x's / y's tile rows are short
+    (under PACKED_ROW bytes) and its tile region is one contiguous run of GDRAM (the tile spans the whole last
+    axis): the region moves as one transfer through a dense 1-D NRAM run (`xp` / `tp`), spread into / packed from
+    the tile's rows by an on-chip copy. (A [3, N] transpose stored 12-byte rows, each a DMA of its own: 9.6x the
+    DMA roofline.)"""
     x: str
     y: str
     rb: int
     cb: int
     conv: ir.DType | None = None
+    packed_in: bool = False
+    packed_out: bool = False
 
     def tile(self, r0, rlen: int, c0, clen: int, xl=(None, None), yl=(None, None)) -> list:
         """xl, yl: the indices of x and y in a batched transpose, None where the tile's two slices go (x: rows,
         then columns; y: columns, then rows)."""
         rb, cb = self.rb, self.cb
+        src = B.ref(self.x, *_fill(xl, B.sl(r0, rlen), B.sl(c0, clen)))
+        dst = B.ref(self.y, *_fill(yl, B.sl(c0, clen), B.sl(r0, rlen)))
+        xa = B.ref("xa", B.sl(0, rlen), B.sl(0, clen))
+        if self.packed_in:
+            load = [B.move("load", B.ref("xp", B.sl(0, rlen * clen)), src),
+                    B.move("copy", xa, B.ref("xp", B.sl(0, rlen * clen)))]
+        else:
+            load = [B.move("load", xa, src)]
         out = "tc" if self.conv else "ta"
         convert = [ir.Assign(B.ref("tc", B.sl(0, cb), B.sl(0, rb)),
                              ir.Call(self.conv.value, (B.ref("ta", B.sl(0, cb), B.sl(0, rb)),)))] if self.conv else []
-        return [B.move("load", B.ref("xa", B.sl(0, rlen), B.sl(0, clen)),
-                       B.ref(self.x, *_fill(xl, B.sl(r0, rlen), B.sl(c0, clen)))),
-                ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
-                          ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),)))] + convert + [
-                B.move("store", B.ref(self.y, *_fill(yl, B.sl(c0, clen), B.sl(r0, rlen))),
-                       B.ref(out, B.sl(0, clen), B.sl(0, rlen)))]
+        done = B.ref(out, B.sl(0, clen), B.sl(0, rlen))
+        if self.packed_out:
+            store = [B.move("copy", B.ref("tp", B.sl(0, clen * rlen)), done),
+                     B.move("store", dst, B.ref("tp", B.sl(0, clen * rlen)))]
+        else:
+            store = [B.move("store", dst, done)]
+        return load + [ir.Assign(B.ref("ta", B.sl(0, cb), B.sl(0, rb)),
+                                 ir.Call("transpose", (B.ref("xa", B.sl(0, rb), B.sl(0, cb)),)))] + convert + store
 
 
 def _fill(index: tuple, first, second) -> list:
@@ -267,9 +284,14 @@ def transpose2d_kernel(x: str, y: str, m: int, n: int, name: str, tasks: int = 3
     nr, rt = divmod(m, rb)
     nc, ct = divmod(n, cb)
     parts, parts_t = _parts(nr, rt, plan.k), _parts(nr, rt, plan.kt)
-    t = _Tiles(x, y, rb, cb, conv)
+    xpitch, ypitch = pitches or (n, m)
+    out_es = L.device_nbytes(conv) if conv else es
+    t = _Tiles(x, y, rb, cb, conv, n <= cb and xpitch == n and n * es < PACKED_ROW,
+               m <= rb and ypitch == m and m * out_es < PACKED_ROW)
     body: list = [B.alloc("xa", dt, (rb, cb), "nram"), B.alloc("ta", dt, (cb, rb), "nram")]
     body += [B.alloc("tc", conv, (cb, rb), "nram")] if conv else []
+    body += [B.alloc("xp", dt, (rb * n,), "nram")] if t.packed_in else []
+    body += [B.alloc("tp", conv or dt, (cb * m,), "nram")] if t.packed_out else []
     if nc:
         def main_unit(u, xl, yl):   # unit u = (column chunk u // parts, part u % parts)
             if parts == 1:
@@ -312,10 +334,13 @@ def choose_plan(m: int, n: int, es: int, tasks: int = 32, slabs: int = 1, pitche
     row tiles to spread when M is small); the part size k trades filling the cores (k small) against more DMA
     start-ups and less pipelining (k large); the column tail's kt is chosen after k, for the cores k leaves least
     loaded."""
-    cb = min(TILE_COLS, L.round_up(n, L.PITCH))
-    nc, ct = divmod(n, cb)
+    base = min(TILE_COLS, L.round_up(n, L.PITCH))
     best = None
-    for rb in _tile_heights(m, es):
+    for rb in _tile_heights(m, es, base):
+        cb = base   # y's rows shorter than a tile's 64: wider tiles, the same NRAM, fewer DMAs of packed rows
+        if m < L.PITCH:
+            cb = min(L.round_up(n, L.PITCH), max(base, TILE_BYTES // (rb * es) // L.PITCH * L.PITCH))
+        nc, ct = divmod(n, cb)
         model = _CostModel(m, n, es, rb, cb, tasks, pitches)
         k = min(model.part_sizes(), key=lambda k: model.time([(nc * slabs, cb, k)]))
         kt = min(model.part_sizes(), key=lambda kt: model.time([(nc * slabs, cb, k), (slabs, ct, kt)])) if ct else k
@@ -325,11 +350,12 @@ def choose_plan(m: int, n: int, es: int, tasks: int = 32, slabs: int = 1, pitche
     return best[1]
 
 
-def _tile_heights(m: int, es: int) -> list[int]:
-    """Candidate rb, tallest first: 128 KiB / 128 elements capped by M (rounded up to 64 rows), then the smaller
-    powers of two down to 64 (multiples of 64, so tiles stay dense)."""
-    top = min(TILE_BYTES // (TILE_COLS * es), L.round_up(m, L.PITCH))
-    return [top] + [h for h in (512, 256, 128, 64) if h < top]
+def _tile_heights(m: int, es: int, cb: int = TILE_COLS) -> list[int]:
+    """Candidate rb, tallest first: 128 KiB / 128 elements capped by M (rounded up to 64 rows; 128 KiB / 64
+    elements when x's rows are a tile's 64 columns or fewer), then the smaller powers of two down to 64 (multiples
+    of 64, so tiles stay dense)."""
+    top = min(TILE_BYTES // (max(cb, L.PITCH) if cb <= L.PITCH else TILE_COLS) // es, L.round_up(m, L.PITCH))
+    return [top] + [h for h in (1024, 512, 256, 128, 64) if h < top]
 
 
 class _CostModel:
