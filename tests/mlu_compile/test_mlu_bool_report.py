@@ -138,8 +138,12 @@ def test_report_helpers(monkeypatch):
     sizes = {"M": 10, "N": 20}
     assert report.compulsory_bytes(f, sizes) == 10 * 20 * 4 + 10 * 20 * 4 + 10 * 20 * 1 + 10 * 4
     assert report.schedule_kind(f, sizes) == "fused"
+    # a transposed read next to a plain one: a permutation of its own, then the sum (passes/schedule_mlu/permuted.py)
     odd = parse_text("func g(x: f32[N, N]) -> (y: f32[N, N]) {\n  y[i, j] = x[j, i] + x[i, j]\n}\n").funcs[0]
-    assert report.schedule_kind(odd, {"N": 20}) == "scalar fallback"
+    assert report.schedule_kind(odd, {"N": 20}) == "per-statement"
+    # an integer result of a column reduction of floats: no vector schedule (remarked)
+    odd = parse_text("func g(x: f32[A, B, C]) -> (y: i32[B, C]) {\n  y[b, c] = min(i32(x[a, b, c] * 4.0))\n}\n")
+    assert report.schedule_kind(odd.funcs[0], {"A": 20, "B": 20, "C": 20}) == "scalar fallback"
     monkeypatch.setattr(report, "CAP_S", 0.2)
     with pytest.raises(report.Capped):  # the cap interrupts the call (no wall-clock assertion here)
         report.capped(lambda: time.sleep(5))
