@@ -424,8 +424,8 @@ def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, task
         units *= n
     conv = out_dt if out_dt is not None and out_dt != dt else None
     rows = slab_rows(units, s, d * L.device_nbytes(dt), tasks)
-    if conv:
-        row = d * (L.device_nbytes(dt) + L.device_nbytes(conv))
+    if conv:   # (NRAM tiles lay rows out at the 64-element pitch)
+        row = L.round_up(d, L.PITCH) * (L.device_nbytes(dt) + L.device_nbytes(conv))
         if row > CONVERT_BYTES:
             raise NotRowModel(f"rows of {d} elements do not fit NRAM to be converted")
         rows = min(rows, CONVERT_BYTES // row)

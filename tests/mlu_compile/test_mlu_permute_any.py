@@ -122,3 +122,26 @@ def test_short_rows_move_compulsory_bytes():
         res = run_func(f, None, sizes, values=False)
         moved = res.stats["gdram_read_bytes"] + res.stats["gdram_write_bytes"]
         assert moved <= 1.01 * 2 * 300000 * 4, (sizes, moved)
+
+
+@pytest.mark.parametrize("perm,shape", [((1, 0, 2), (4099, 3, 5)), ((1, 0, 2), (3, 4099, 5)),
+                                        ((1, 2, 0, 3), (3, 1000, 5, 3)), ((2, 0, 1, 3), (1000, 3, 5, 7))])
+@pytest.mark.parametrize("pair", [("f32", "f16"), ("bf16", "f32")])
+def test_converting_copies_of_short_rows_fit_nram(perm, shape, pair):
+    # a review's finding: the parts of a converting copy were sized by the row's elements, not its 64-element
+    # NRAM pitch ('tc' ended at byte 964,608 of 786,432)
+    src, dst = pair
+    n = len(perm)
+    xdims = [f"S{k}" for k in range(n)]
+    yv = "abcd"[:n]
+    xv = [None] * n
+    for k in range(n):
+        xv[perm[k]] = yv[k]
+    text = (f"func f(x: {src}[{', '.join(xdims)}]) -> (y: {dst}[{', '.join(xdims[perm[k]] for k in range(n))}]) {{\n"
+            f"  y[{', '.join(yv)}] = x[{', '.join(xv)}]\n}}\n")
+    f = parse_text(text).funcs[0]
+    sizes = {f"S{k}": v for k, v in enumerate(shape)}
+    x = random_inputs(f, sizes, np.random.default_rng(2))
+    got = np.asarray(run_func(f, x, sizes).outputs["y"], dtype=np.float64)
+    want = np.asarray(evaluate(f, x, sizes)["y"], dtype=np.float64)
+    assert np.array_equal(got, want), text
