@@ -25,6 +25,7 @@ from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
 from gir.codegen.mlu.cexpr import ScalarExpr, index_ast
 from gir.codegen.mlu.fuse import fuse_stmts
+from gir.codegen.mlu.movedims import reshaped_dims
 from gir.codegen.mlu.instr import add, assign, call, f32, is_zero, mask_loop, mul
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
 from gir.walk import map_expr
@@ -277,20 +278,8 @@ class _KernelEmitter:
             raise GirError("moves cannot convert element types", s.loc)
         doff, ddims = self._dims(s.dst)
         soff, sdims = self._dims(s.src)
-        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move: one contiguous run each side,
-            n, dn, sn = None, _run_length(ddims), _run_length(sdims)   # or one side packing the other's rows
-            if not s.mask and dn is not None and dn == sn:
-                n = dn
-                ddims = [[n, 1, n, C.Num(0)]] if ddims else []
-                sdims = [[n, 1, n, C.Num(0)]] if sdims else []
-            elif not s.mask and dn is not None and len(ddims) == 1 and dn == _count(sdims):
-                ddims = _packed(sdims)
-            elif not s.mask and sn is not None and len(sdims) == 1 and sn == _count(ddims):
-                sdims = _packed(ddims)
-            else:
-                raise GirError("region shapes of a move differ after dropping unit dims (a move may reshape only "
-                               "between contiguous regions of the same size, or between a 1-D run and the rows of "
-                               "a region of the same size)", s.loc)
+        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move (codegen/mlu/movedims.py)
+            ddims, sdims = reshaped_dims(ddims, sdims, bool(s.mask), s.loc)
         esz = L.device_nbytes(db.dtype)
         cnt = None
         if s.mask:
@@ -488,33 +477,6 @@ def _region_size(r: ir.Ref) -> int:
 def _leaves(e):
     from gir.shapes import _walk
     return _walk(e)
-
-
-def _count(dims: list) -> int:
-    n = 1
-    for d in dims:
-        n *= d[0]
-    return n
-
-
-def _packed(dims: list) -> list:
-    """The dims of a contiguous 1-D run holding a region of these dims' lengths, row-major and dense."""
-    out, stride = [], 1
-    for length, _, _, _ in reversed(dims):
-        out.insert(0, [length, stride, length, C.Num(0)])
-        stride *= length
-    return out
-
-
-def _run_length(dims: list) -> int | None:
-    """The element count of a region whose sliced dims form one contiguous run (None otherwise)."""
-    n, stride = 1, 1
-    for length, st, _, _ in reversed(dims):
-        if st != stride:
-            return None
-        n *= length
-        stride = n
-    return n
 
 
 def _offset(r: ir.Ref) -> bool:
