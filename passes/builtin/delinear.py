@@ -68,7 +68,8 @@ class _Skip(Exception):
 
 
 def delinearize(func: ir.Func) -> ir.Func | None:
-    """`func` (sizes specialised) with its reshapes as views (module docstring), or None."""
+    """`func` with its reshapes as views (module docstring), or None. The extents of the axes it splits must be
+    integers (literal, or sizes specialised); other axes may keep size names."""
     try:
         return _Delinearize(func).run()
     except (_Skip, GirError):   # (GirError: a function the analysis refuses is not rewritten)
@@ -132,10 +133,7 @@ class _Delinearize:
             parts = [_fresh(f"{i.name}_{j}", ranges) for j in range(len(radices))]
             for v, n in zip(parts, radices):
                 ranges[v] = n
-            e: ir.Expr = ir.Var(parts[0])
-            for v, n in zip(parts[1:], radices[1:]):
-                e = ir.BinOp("+", ir.BinOp("*", e, ir.Const(n)), ir.Var(v))
-            sub[i.name] = e
+            sub[i.name] = _mixed(parts, radices)
         scan = scan_of(s.value)
         if scan is not None and scan.axis in sub:
             raise _Skip
@@ -191,7 +189,7 @@ class _Delinearize:
                 return ir.Var(parts[e.lhs.name][0 if e.op == "//" else 1], loc=e.loc)
             if isinstance(e, ir.Var) and e.name in split:
                 hi, lo = parts[e.name]
-                return ir.BinOp("+", ir.BinOp("*", ir.Var(hi), ir.Const(split[e.name])), ir.Var(lo), loc=e.loc)
+                return dataclasses.replace(_mixed([hi, lo], (None, split[e.name])), loc=e.loc)
             return e
         return dataclasses.replace(s, target=map_expr_pre(s.target, rw), value=map_expr_pre(s.value, rw)), ranges
 
@@ -248,6 +246,14 @@ class _Delinearize:
 def _dim(n) -> ir.Expr:
     """A view dimension: an extent, or the size name of an axis left whole."""
     return ir.Const(n) if isinstance(n, int) else ir.Var(n)
+
+
+def _mixed(parts: list, radices: tuple) -> ir.Expr:
+    """The mixed-radix number of `parts` (outermost first; radices[k] is the extent of parts[k])."""
+    e: ir.Expr = ir.Var(parts[0])
+    for v, n in zip(parts[1:], radices[1:]):
+        e = ir.BinOp("+", ir.BinOp("*", e, ir.Const(n)), ir.Var(v))
+    return e
 
 
 def _subst(e, sub: dict):

@@ -17,7 +17,7 @@ the MLU cost model estimates it faster (schedule.py), with a missed remark per p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gir import ir
 from gir.scan import scan_of
@@ -69,7 +69,6 @@ def permute_operands(func: ir.Func, types: dict, keep_result: bool = True) -> tu
         body.extend(new if new is not None else [s])
     if not moved:
         return func, []
-    from dataclasses import replace
     return replace(func, body=tuple(body)), moved
 
 
