@@ -32,8 +32,10 @@ _TOKEN_NAMES = {
 @functools.lru_cache(maxsize=1)
 def _lark() -> lark.Lark:
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
+    # cache=True: Lark keeps the built LALR tables in a file of the temporary directory, keyed by the grammar's
+    # hash and the Python version (rebuilt, silently, when the file is missing, stale or unreadable)
     return lark.Lark(grammar, parser="lalr", strict=True, propagate_positions=True,
-                     maybe_placeholders=True)
+                     maybe_placeholders=True, cache=True)
 
 
 class _Builder(Transformer):

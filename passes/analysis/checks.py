@@ -241,14 +241,40 @@ CHECKS = {"input": check_inputs, "threads": check_threads, "bounds": check_bound
 def check_kernel(func: ir.Func, kernel: ir.Kernel, target: str = "cuda", sizes: dict[str, int] | None = None,
                  strict: bool = False, checks: tuple[str, ...] | None = None,
                  index_type: str = "int32") -> list[CheckDiagnostic]:
-    """Run the named checks (all by default) on one kernel; errors and warnings, in check order."""
+    """Run the named checks (all by default) on one kernel; errors and warnings, in check order. Memoized on
+    the text of what the checks read (the function's signature and function-level statements, the kernel and
+    where it starts) and the options: the search checks every kernel it emits and `gir compile` checks the
+    chosen ones again with the same options."""
+    key = _memo_key(func, kernel, target, sizes, strict, checks, index_type)
+    if key in _MEMO:
+        return list(_MEMO[key])
     ki = collect(func, kernel)
     ctx = CheckContext(target, dict(sizes or {}), strict, zh.Env(ki.params, sizes), index_type)
     out: list[CheckDiagnostic] = []
     for name, fn in CHECKS.items():
         if checks is None or name in checks:
             out += fn(ki, ctx)
+    if len(_MEMO) >= MEMO_ENTRIES:
+        _MEMO.clear()
+    _MEMO[key] = tuple(out)
     return out
+
+
+MEMO_ENTRIES = 4096
+_MEMO: dict[tuple, tuple[CheckDiagnostic, ...]] = {}
+
+
+def _memo_key(func: ir.Func, kernel: ir.Kernel, target: str, sizes, strict: bool, checks, index_type: str) -> tuple:
+    from gir.printer import format_param, format_stmt
+
+    def at(loc):
+        return None if loc is None else (loc.file, loc.line, loc.col)
+
+    context = [f"{format_param(p)} {at(p.loc)}" for p in func.params + func.results]
+    context += ["\n".join(format_stmt(s, 0)) + f" {at(getattr(s, 'loc', None))}" for s in func.body
+                if not isinstance(s, ir.Kernel)]
+    return (target, tuple(sorted((sizes or {}).items())), strict, None if checks is None else tuple(checks),
+            index_type, "\n".join(context), at(func.loc), "\n".join(format_stmt(kernel, 0)), at(kernel.loc))
 
 
 def check_module(module: ir.Module, target: str = "cuda", sizes: dict[str, int] | None = None,

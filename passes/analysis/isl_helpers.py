@@ -78,11 +78,26 @@ def make_set(params, space: str, dims: list[str], constraints: list[str]) -> isl
 
 def _read(kind, text: str):
     """Parse isl text; a constraint isl cannot read (a product of two variables, e.g. from a user's `if b * N + t
-    < 5`) is NotAffine, which the analyses turn into a warning or a fallback instead of a crash."""
-    try:
-        return kind(text)
-    except isl.Error as e:
-        raise NotAffine(f"isl cannot read {text!r}: {e}") from None
+    < 5`) is NotAffine, which the analyses turn into a warning or a fallback instead of a crash. Memoized by text
+    (the checks of one kernel build the same sets and maps again; islpy objects are values: every operation
+    returns a new object)."""
+    key = (kind, text)
+    hit = _READ.get(key)
+    if hit is None:
+        try:
+            hit = kind(text)
+        except isl.Error as e:
+            hit = NotAffine(f"isl cannot read {text!r}: {e}")
+        if len(_READ) >= READ_ENTRIES:
+            _READ.clear()
+        _READ[key] = hit
+    if isinstance(hit, NotAffine):
+        raise NotAffine(*hit.args) from None
+    return hit
+
+
+READ_ENTRIES = 8192
+_READ: dict = {}
 
 
 def make_map(params, src: str, src_dims: list[str], dst: str, dst_exprs: list[str],

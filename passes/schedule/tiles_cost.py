@@ -283,7 +283,11 @@ def estimate(a: TileAnalysis, cfg: TileConfig, m, hints) -> TileEstimate | None:
         dram += 2 * part
         if c.out_axes and not cache:
             dram += 2 * part * team_iters
-    compulsory = a.unit.compulsory(a.g, hints)
+    memo = a.__dict__.setdefault("_compulsory", {})   # the same for every configuration of the group
+    key = tuple(sorted(hints.items()))
+    if key not in memo:
+        memo[key] = a.unit.compulsory(a.g, hints)
+    compulsory = memo[key]
     # time
     resident = max(1, min(m.max_threads_per_sm // threads, 32, m.regs_per_sm // max(1, max(32, regs) * threads)))
     in_flight = min(blocks, resident * m.sms) * threads

@@ -1,4 +1,6 @@
 """Each check: a kernel that passes and a planted bug that fails with the right name and a counterexample."""
+from pathlib import Path
+
 import pytest
 
 from gir.errors import GirError
@@ -130,3 +132,26 @@ def test_check_module_raises_located_error():
     with pytest.raises(GirError) as exc:
         check_module(module)
     assert "oob.gir:7:" in exc.value.format() and "[bounds]" in exc.value.format()
+
+
+def test_memoized_checks_keep_their_locations():
+    """check_kernel is memoized on what the checks read; a kernel of the same text elsewhere (another line of
+    the file, another file) is checked on its own, and a repeated call gives the same diagnostics."""
+    text = (Path(__file__).parent / "kernels" / "copy_tail_oob.gir").read_text()
+    first = load_text(text)
+    moved = load_text("\n\n" + text)
+    a, again, b = errors(first), errors(first), errors(moved)
+    assert [d.format() for d in a] == [d.format() for d in again]
+    assert [d.loc.line + 2 for d in a] == [d.loc.line for d in b]
+    other = parse_text(text, "other.gir").funcs[0]
+    assert {d.loc.file for d in errors(other)} == {"other.gir"}
+    assert [d.check for d in errors(first, checks=("race",))] == []   # the options are part of the key
+
+
+def test_isl_reads_memoized_errors_stay_errors():
+    from gir.passes.analysis.isl_helpers import NotAffine, make_set
+    for _ in range(2):
+        with pytest.raises(NotAffine, match="isl cannot read"):
+            make_set(["N"], "S", ["i"], ["i * N < 5"])
+    s = make_set(["N"], "S", ["i"], ["0 <= i < N"])
+    assert s.is_equal(make_set(["N"], "S", ["i"], ["0 <= i < N"]))
