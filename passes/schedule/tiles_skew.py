@@ -335,8 +335,8 @@ def skew_candidates(a: TileAnalysis, m, hints, estimate) -> list:
         others = tuple(x for x in a.team if x != lane)
         if len(others) > 2:
             continue
-        vec = max(1, 16 // elem)
-        for wa, warps, win in product(a.inner, (8, 16, 32), (2, 4)):
+        for vec, wa, warps, win in product(sorted({max(1, 16 // elem), max(1, 8 // elem)}), a.inner, (8, 16, 32),
+                                           (2, 4)):
             cfg = TileConfig(lane, lane, vec * (win + 1), 32, wa, warps, others + (lane,), (),
                              skew=A, win=win, residues=res)
             try:

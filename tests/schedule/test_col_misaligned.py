@@ -52,3 +52,18 @@ def test_skewed_tile_reads_each_row_about_once():
     text = format_func(low)
     assert "C % 8 == 7" in text and "for _s in 0..8" in text      # specialised on the residue, skew loop
     assert res.stats.global_bytes <= 1.04 * (read + written)
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+def test_16bit_skewed_tile(dt):
+    """16-bit rows: 16 elements per sector, so only 16 warps (rows stepping by 16) keep one skew per warp; the
+    tile's vectors are 8 bytes so that its exchange buffer fits the block's shared memory. A = 4, B = 1024,
+    C = 4095: 1.062x the compulsory bytes where 32-column tiles of misaligned rows moved 1.469x (the cost model
+    had charged those tiles as if every row of a warp started on a sector)."""
+    sizes = {"A": 4, "B": 1024, "C": 4095}
+    f, low, res = _run(PROGRAMS["sum"].replace("DT", dt), sizes)
+    read, written = compulsory_bytes(f, sizes)
+    from gir.printer import format_func
+    text = format_func(low)
+    assert "C % 16 == 15" in text and "for _s in 0..16" in text
+    assert res.stats.global_bytes <= 1.08 * (read + written)
