@@ -6,6 +6,7 @@ reason). The recipes, in order of preference on ties:
 | recipe | what it maps (module) |
 |---|---|
 | rows | rows of independent work: NRAM tiles of R rows placed by z3, chunked passes when a row exceeds NRAM (rowmodel.py, placement.py, lower_rows.py, longrows.py) |
+| rows-blocked | the same with each core's tiles contiguous and its `[M]` vectors moved once per core (hoist.py) |
 | columns | reductions over a leading or middle axis, partial sums per core (colreduce.py) |
 | permute | axis permutations (transpose.py) and reversals (reverse.py) |
 | extended | scalar reductions, index values, rank > 2 rows viewed as 2-D (extended.py) |
@@ -70,6 +71,35 @@ def _rows(spec, info, st: Setting, remarks) -> list:
         return [kernel]
 
 
+def _rows_blocked(spec, info, st: Setting, remarks) -> list:
+    """The row model with each core's tiles contiguous and its `[M]` vectors loaded and stored once per core
+    (hoist.py), where the tiles split evenly over the cores: a row reduction's results are not stored per tile
+    (one 500-cycle DMA per tile and result). Ranked against `rows` by the cost model."""
+    from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows
+    from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+    from gir.passes.schedule_mlu.placement import solve_placement
+    from gir.passes.schedule_mlu.rowmodel import ROW, analyze_rows
+    model = analyze_rows(spec, {})
+    try:
+        pl = solve_placement(model, tasks=st.tasks, allow_sram=st.allow_sram, max_rows=st.max_rows, nram=st.nram)
+    except NoTileFits:
+        raise NotRowModel("rows longer than NRAM (see 'rows')") from None
+    if pl.sram:
+        raise NotRowModel("the row tiles are staged through SRAM")
+    n_vec = sum(k == ROW for k in list(model.inputs.values()) + list(model.outputs.values()))
+    if not n_vec:
+        raise NotRowModel("no [M] vector to move once per core")
+    r = blocked_rows(pl.rows, model.m, st.tasks, n_vec)
+    if r is None:
+        raise NotRowModel(f"{model.m} rows do not split evenly over {st.tasks} cores (or their vectors exceed "
+                          "the NRAM kept for them)")
+    kernel = lower_rows(model, RowPlan(r, st.tasks, False), st.name)
+    hoisted = hoist_rows(kernel, model, r, st.tasks, model.dtypes)
+    if hoisted is kernel:
+        raise NotRowModel("the row kernel has statements the blocked form does not move")
+    return [hoisted]
+
+
 def _split_rows(spec, info, st: Setting, remarks) -> list:
     """Few long rows: each cut into parts over the cores, kept in NRAM between the row statistics' passes."""
     from gir.passes.schedule_mlu.indexops import rewrite_index_values
@@ -124,7 +154,7 @@ def _tiles_unmerged(spec, info, st: Setting, remarks) -> ir.Func:
     return tile_schedule(spec, info, st.tasks, st.nram, remarks, st.allow_sram, st.max_rows, False)
 
 
-RECIPES = (Recipe("rows", _rows), Recipe("columns", _columns), Recipe("permute", _permute),
+RECIPES = (Recipe("rows", _rows), Recipe("rows-blocked", _rows_blocked), Recipe("columns", _columns), Recipe("permute", _permute),
            Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles),
            Recipe("tiles-unmerged", _tiles_unmerged), Recipe("split-rows", _split_rows))
 
