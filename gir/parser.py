@@ -32,10 +32,36 @@ _TOKEN_NAMES = {
 @functools.lru_cache(maxsize=1)
 def _lark() -> lark.Lark:
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
-    # cache=True: Lark keeps the built LALR tables in a file of the temporary directory, keyed by the grammar's
-    # hash and the Python version (rebuilt, silently, when the file is missing, stale or unreadable)
-    return lark.Lark(grammar, parser="lalr", strict=True, propagate_positions=True,
-                     maybe_placeholders=True, cache=True)
+    options = dict(parser="lalr", strict=True, propagate_positions=True, maybe_placeholders=True)
+    cache = _parser_cache(grammar)
+    if cache is not None:
+        try:
+            return lark.Lark(grammar, cache=cache, **options)
+        except OSError:
+            pass
+    return lark.Lark(grammar, **options)
+
+
+def _parser_cache(grammar: str) -> str | None:
+    """A file for Lark's built LALR tables (0.4 s to build, 0.01 s to load) in a directory only this user can
+    write ($XDG_CACHE_HOME/gir or ~/.cache/gir, mode 0700: Lark unpickles the file), named by the grammar's hash
+    and the Lark and Python versions; None when no such directory can be made (the tables are built each time).
+    Lark rebuilds and rewrites a missing, stale or unreadable file."""
+    import hashlib
+    import os
+    import stat
+    import sys
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "gir")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None
+    except (OSError, AttributeError):   # (no getuid on some platforms)
+        return None
+    digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
+    return os.path.join(folder, f"grammar-{digest}-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.pickle")
 
 
 class _Builder(Transformer):

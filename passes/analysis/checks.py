@@ -242,9 +242,10 @@ def check_kernel(func: ir.Func, kernel: ir.Kernel, target: str = "cuda", sizes: 
                  strict: bool = False, checks: tuple[str, ...] | None = None,
                  index_type: str = "int32") -> list[CheckDiagnostic]:
     """Run the named checks (all by default) on one kernel; errors and warnings, in check order. Memoized on
-    the text of what the checks read (the function's signature and function-level statements, the kernel and
-    where it starts) and the options: the search checks every kernel it emits and `gir compile` checks the
-    chosen ones again with the same options."""
+    what the checks read (the function's signature and function-level statements, the kernel, with their source
+    locations and text) and the options: the search checks every kernel it emits and `gir compile` checks the
+    chosen ones again with the same options. What the key does not hold -- machine descriptions and other
+    module globals -- is constant in a process (tests that patch it call `clear_memo`)."""
     key = _memo_key(func, kernel, target, sizes, strict, checks, index_type)
     if key in _MEMO:
         return list(_MEMO[key])
@@ -265,16 +266,18 @@ _MEMO: dict[tuple, tuple[CheckDiagnostic, ...]] = {}
 
 
 def _memo_key(func: ir.Func, kernel: ir.Kernel, target: str, sizes, strict: bool, checks, index_type: str) -> tuple:
-    from gir.printer import format_param, format_stmt
-
-    def at(loc):
-        return None if loc is None else (loc.file, loc.line, loc.col)
-
-    context = [f"{format_param(p)} {at(p.loc)}" for p in func.params + func.results]
-    context += ["\n".join(format_stmt(s, 0)) + f" {at(getattr(s, 'loc', None))}" for s in func.body
-                if not isinstance(s, ir.Kernel)]
+    """The frozen IR the checks read (dataclass equality covers every location inside it, end columns included),
+    the source text its locations quote (not compared by `Loc`), the function's name (diagnostics name it) and
+    the options."""
+    items = tuple(s for s in func.body if not isinstance(s, ir.Kernel))
+    source = kernel.loc.source if kernel.loc is not None else None
     return (target, tuple(sorted((sizes or {}).items())), strict, None if checks is None else tuple(checks),
-            index_type, "\n".join(context), at(func.loc), "\n".join(format_stmt(kernel, 0)), at(kernel.loc))
+            index_type, func.name, func.params, func.results, items, func.loc, kernel, source)
+
+
+def clear_memo() -> None:
+    """Forget every memoized check (tests that change machine descriptions or other globals call it)."""
+    _MEMO.clear()
 
 
 def check_module(module: ir.Module, target: str = "cuda", sizes: dict[str, int] | None = None,

@@ -79,8 +79,10 @@ def make_set(params, space: str, dims: list[str], constraints: list[str]) -> isl
 def _read(kind, text: str):
     """Parse isl text; a constraint isl cannot read (a product of two variables, e.g. from a user's `if b * N + t
     < 5`) is NotAffine, which the analyses turn into a warning or a fallback instead of a crash. Memoized by text
-    (the checks of one kernel build the same sets and maps again; islpy objects are values: every operation
-    returns a new object)."""
+    (the checks of one kernel build the same sets and maps again). Every islpy operation returns a new object, so
+    sharing one keeps its meaning; isl may still rewrite a shared object's internal form (e.g. drop redundant
+    constraints when it is simplified), so what depends on the form -- a sampled counterexample -- can differ
+    with what ran before in the process (a review compared cold and warm diagnostics of 16 kernels: identical)."""
     key = (kind, text)
     hit = _READ.get(key)
     if hit is None:
@@ -98,6 +100,10 @@ def _read(kind, text: str):
 
 READ_ENTRIES = 8192
 _READ: dict = {}
+
+
+def clear_memo() -> None:
+    _READ.clear()
 
 
 def make_map(params, src: str, src_dims: list[str], dst: str, dst_exprs: list[str],

@@ -391,8 +391,9 @@ def _warp_sectors(a, kern, cfg, name, index, hints, one_lane: bool = False) -> f
                 pos = {ax: base for ax in a.axes}
                 if col:
                     pos[cfg.lane] = base * cfg.lanes_l * twl + (ln // cfg.lanes_w) * twl
-                    if cfg.lanew_axis is not None:   # the lanes' points of it, the next ones for base 1
-                        pos[cfg.lanew_axis] = base * cfg.lanes_w + ln % cfg.lanes_w
+                    if cfg.lanew_axis is not None:   # the lanes' points of it; for base 1 the next warp's when
+                        # it is the warp axis (a `lanew` axis stays: the warp axis moves with base below)
+                        pos[cfg.lanew_axis] = (0 if cfg.lanew else base * cfg.lanes_w) + ln % cfg.lanes_w
                     if cfg.lanew and cfg.warp_axis is not None:
                         pos[cfg.warp_axis] = base
                 else:

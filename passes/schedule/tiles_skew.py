@@ -335,8 +335,8 @@ def skew_candidates(a: TileAnalysis, m, hints, estimate) -> list:
         others = tuple(x for x in a.team if x != lane)
         if len(others) > 2:
             continue
-        for vec, wa, warps, win in product(sorted({max(1, 16 // elem), max(1, 8 // elem)}), a.inner, (8, 16, 32),
-                                           (2, 4)):
+        vecs = [max(1, 16 // elem)] + ([8 // elem] if elem < 4 else [])   # 16-bit: also 8-byte vectors (below)
+        for vec, wa, warps, win in product(vecs, a.inner, (8, 16, 32), (2, 4)):
             cfg = TileConfig(lane, lane, vec * (win + 1), 32, wa, warps, others + (lane,), (),
                              skew=A, win=win, residues=res)
             try:

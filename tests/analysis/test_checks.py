@@ -155,3 +155,31 @@ def test_isl_reads_memoized_errors_stay_errors():
             make_set(["N"], "S", ["i"], ["i * N < 5"])
     s = make_set(["N"], "S", ["i"], ["0 <= i < N"])
     assert s.is_equal(make_set(["N"], "S", ["i"], ["0 <= i < N"]))
+
+
+def test_memo_sees_edits_inside_a_kernel_and_the_signature():
+    """The memo's key is the IR with every location in it: a line inserted inside a kernel (its first line
+    unchanged) moves the diagnostics; a parameter turned into a result makes its store legal (and back)."""
+    text = (Path(__file__).parent / "kernels" / "copy_tail_oob.gir").read_text()
+    head, body = text.split("alloc r", 1)
+    first = load_text(text)
+    edited = load_text(head + "# a comment line\n        alloc r" + body)
+    lines = lambda f: sorted(d.loc.line for d in errors(f))   # noqa: E731
+    assert lines(edited) == [n + 1 for n in lines(first)]
+    as_input = "func k(x: f32[4],\n  y: f32[4]) -> (\n  z: f32[4]) {\n" + STORE_Y
+    as_result = "func k(x: f32[4]) -> (\n  y: f32[4],\n  z: f32[4]) {\n" + STORE_Y
+    assert [d.check for d in errors(load_text(as_input))] == ["input"]
+    assert errors(load_text(as_result)) == []
+    assert [d.check for d in errors(load_text(as_input))] == ["input"]
+
+
+STORE_Y = """  kernel k {
+    parallel t in 0..4 @thread {
+      alloc r: f32[1] @reg
+      load r[0:1] <- x[t:t + 1]
+      store y[t:t + 1] <- r[0:1]
+      store z[t:t + 1] <- r[0:1]
+    }
+  }
+}
+"""
