@@ -61,7 +61,8 @@ def _parser_cache(grammar: str) -> str | None:
     except (OSError, AttributeError):   # (no getuid on some platforms)
         return None
     digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
-    return os.path.join(folder, f"grammar-{digest}-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.pickle")
+    py = f"{sys.version_info[0]}{sys.version_info[1]}"
+    return os.path.join(folder, f"grammar-{digest}-lark{lark.__version__}-py{py}.pickle")
 
 
 class _Builder(Transformer):

@@ -130,15 +130,13 @@ def gather_kernel(model, rows: int, tasks: int, sram: frozenset, name: str) -> t
     """(kernel, R) of a row model whose column index is the iota input: lowered with per-row gathers; when a
     gather applies and the tiles split evenly over the cores, with blocked tiles and the `[M]` vectors moved once
     per core (`hoist.py`: two 500-cycle DMAs less per tile)."""
-    from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows
+    from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows, row_vectors
     from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
-    from gir.passes.schedule_mlu.rowmodel import ROW
     plain = lower_rows(model, RowPlan(rows, tasks, sram), name)
     kernel = gather_rows(plain)
     if kernel is plain or sram:
         return kernel, rows
-    n_vec = sum(k == ROW for k in list(model.inputs.values()) + list(model.outputs.values()))
-    r = blocked_rows(rows, model.m, tasks, n_vec)
+    r = blocked_rows(rows, model.m, tasks, row_vectors(model))
     if r is None:
         return kernel, rows
     blocked = gather_rows(lower_rows(model, RowPlan(r, tasks, sram), name))

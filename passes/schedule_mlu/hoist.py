@@ -28,6 +28,11 @@ from gir.passes.schedule_mlu.rowmodel import ROW
 MAX_VECTOR_BYTES = 64 * 1024   # NRAM for the hoisted row vectors of one core (inside the placement's 64 KiB slack)
 
 
+def row_vectors(model) -> int:
+    """How many `[M]` inputs and outputs the row model moves (what hoisting moves once per core)."""
+    return sum(k == ROW for k in list(model.inputs.values()) + list(model.outputs.values()))
+
+
 def blocked_rows(rows: int, m: int, tasks: int, n_vectors: int) -> int | None:
     """R for the blocked schedule, or None when tiles cannot split evenly or the vectors do not fit."""
     if m % tasks or n_vectors == 0:

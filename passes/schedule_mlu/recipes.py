@@ -75,10 +75,10 @@ def _rows_blocked(spec, info, st: Setting, remarks) -> list:
     """The row model with each core's tiles contiguous and its `[M]` vectors loaded and stored once per core
     (hoist.py), where the tiles split evenly over the cores: a row reduction's results are not stored per tile
     (one 500-cycle DMA per tile and result). Ranked against `rows` by the cost model."""
-    from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows
+    from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows, row_vectors
     from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
     from gir.passes.schedule_mlu.placement import solve_placement
-    from gir.passes.schedule_mlu.rowmodel import ROW, analyze_rows
+    from gir.passes.schedule_mlu.rowmodel import analyze_rows
     model = analyze_rows(spec, {})
     try:
         pl = solve_placement(model, tasks=st.tasks, allow_sram=st.allow_sram, max_rows=st.max_rows, nram=st.nram)
@@ -86,7 +86,7 @@ def _rows_blocked(spec, info, st: Setting, remarks) -> list:
         raise NotRowModel("rows longer than NRAM (see 'rows')") from None
     if pl.sram:
         raise NotRowModel("the row tiles are staged through SRAM")
-    n_vec = sum(k == ROW for k in list(model.inputs.values()) + list(model.outputs.values()))
+    n_vec = row_vectors(model)
     if not n_vec:
         raise NotRowModel("no [M] vector to move once per core")
     r = blocked_rows(pl.rows, model.m, st.tasks, n_vec)
@@ -154,8 +154,8 @@ def _tiles_unmerged(spec, info, st: Setting, remarks) -> ir.Func:
     return tile_schedule(spec, info, st.tasks, st.nram, remarks, st.allow_sram, st.max_rows, False)
 
 
-RECIPES = (Recipe("rows", _rows), Recipe("rows-blocked", _rows_blocked), Recipe("columns", _columns), Recipe("permute", _permute),
-           Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles),
+RECIPES = (Recipe("rows", _rows), Recipe("rows-blocked", _rows_blocked), Recipe("columns", _columns),
+           Recipe("permute", _permute), Recipe("extended", _extended), Recipe("groupnorm", _groupnorm), Recipe("tiles", _tiles),
            Recipe("tiles-unmerged", _tiles_unmerged), Recipe("split-rows", _split_rows))
 
 
