@@ -70,7 +70,11 @@ class VecEmitter:
                 if not (dst.kind == ROW and a.kind == ROW):
                     raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
                                    getattr(value, "loc", None))
-                self.out.append(per_row(dst.rows, assign(dst.at(_R), a.at(_R))))
+                if dst.shifted and not a.shifted and dst.dtype == a.dtype:   # a result into its per-core vector
+                    self.out.append(call("memcpy", _start(dst), _start(a), dst.rows * L.device_nbytes(dst.dtype),
+                                         C.Id("NRAM2NRAM")))
+                else:
+                    self.out.append(per_row(dst.rows, assign(dst.at(_R), a.at(_R))))
                 return
             return self.copy(dst, a)
         plain = operand
@@ -350,3 +354,8 @@ def _cycle_length(dst: Opd) -> int:
     if dst.length % dst.pitch == 0:
         return dst.length
     return dst.prow * dst.pitch
+
+
+def _start(o: Opd) -> C.CExpr:
+    """The address of a region's first element (`name + base`)."""
+    return C.Id(o.name) if is_zero(o.base) else C.Bin("+", C.Id(o.name), o.base)
