@@ -376,7 +376,7 @@ class _KernelEmitter:
             return Opd(COL, C.Bin("+", ptr, off), b.pitch, cols=lens[1], dtype=dt, whole=lens[1] == b.shape[1])
         if L.is_rowvec(b.shape):
             start = index_ast(e.index[0].start) if isinstance(e.index[0], ir.Slice) else C.Num(0)
-            if not is_zero(start):   # a region at an offset (hoisted row vectors): element copies only (vecops)
+            if not is_zero(start):   # a region at an offset (hoisted row vectors): copies only (vecops)
                 base = start if is_zero(base) else C.Bin("+", base, start)
             return Opd(ROW, ptr, b.phys, rows=lens[0], dtype=dt, name=e.name, base=base, shifted=not is_zero(start))
         if len(b.shape) == 1:

@@ -43,7 +43,7 @@ class Opd:
     dtype: str = "f32"
     name: str = ""       # buffer name and element offset of the current slot (for element reads `name[base + r]`)
     base: C.CExpr = C.Num(0)
-    shifted: bool = False   # an [R, 1] region at a non-zero start (base includes it): element copies only
+    shifted: bool = False   # an [R, 1] region at a non-zero start (base includes it): copies only
     whole: bool = False     # the region covers every column of its buffer (its pads are free to overwrite)
 
     def at(self, i: C.CExpr) -> C.Index:
@@ -66,7 +66,7 @@ class VecEmitter:
         """`operand(ir_expr) -> Opd` resolves a leaf (Ref / Const)."""
         if isinstance(value, (ir.Ref, ir.Const)):
             a = operand(value)
-            if dst.shifted or a.shifted:   # [R, 1] copies at offsets (hoisted row vectors): one element per row
+            if dst.shifted or a.shifted:   # [R, 1] copies at offsets (hoisted row vectors)
                 if not (dst.kind == ROW and a.kind == ROW):
                     raise GirError("regions at an offset are supported only in copies between [R, 1] tiles",
                                    getattr(value, "loc", None))

@@ -10,7 +10,7 @@ instead of cyclic), so each core's rows of a row vector are one contiguous range
       load x_t[0:R, 0:N] <- x[(task_ * TPC + it_) * R:..., 0:N]
       target_h[0:R, 0:1] = t_all[it_ * R:it_ * R + R, 0:1]                  # [R, 1] copy at an offset (scalar loop)
       ...
-      o_all[it_ * R:it_ * R + R, 0:1] = loss_row_t[0:R, 0:1]                # one on-chip move (codegen/mlu/vecops.py)
+      o_all[it_ * R:it_ * R + R, 0:1] = loss_row_t[0:R, 0:1]                # a move from 32 rows (vecops MOVE_ROWS)
     }
     store loss_row[task_ * RPC:task_ * RPC + RPC] <- o_all[0:RPC, 0]          # once per core
 
