@@ -45,3 +45,14 @@ def test_no_test_defined_twice():
                     bad.append(f"{p.relative_to(TESTS)}:{node.lineno} {node.name}")
                 seen.add(node.name)
     assert not bad, f"tests defined twice: {bad}"
+
+
+CHECKOUT_PATH = re.compile(r"[\"'](/work/|/home/|/root/)\w")
+
+
+def test_no_absolute_checkout_paths():
+    """Tests find the repository's files relative to themselves: a path into one checkout (`/work/main/samples`)
+    reads another copy's files when the suite runs from a fresh clone."""
+    bad = [f"{p.relative_to(TESTS)}:{n}" for p in _sources()
+           for n, line in enumerate(p.read_text().splitlines(), 1) if CHECKOUT_PATH.search(line)]
+    assert not bad, f"absolute paths into a checkout: {bad}"

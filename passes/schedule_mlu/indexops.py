@@ -207,12 +207,13 @@ def slab_rows(rows: int, ix: IndexInfo, tasks: int) -> int:
     """Tile height for viewed tensors, at most `rows`. Tiles stay inside one `[S, N]` slab (`_unit_nest`), so any
     height works (a shorter last tile per slab is masked): among balanced heights ceil(S / t) for t tiles per
     slab, the one whose busiest core moves the fewest bytes, counting each tile DMA's latency as the bytes the
-    core could have moved meanwhile (`_latency_bytes`). A divisor of S is not required: S = 4096 rows of 4095
+    core could have moved meanwhile (`latency_bytes`), and a unit's first load and last store as a tile that
+    overlaps nothing (`_split`). A divisor of S is not required: S = 4096 rows of 4095
     floats with NRAM for 7 rows gets 7-row tiles (the largest divisor, 4, paid the latency 1.75x as often);
     small cases pick the height that balances the cores (3 x 5 slabs of 100 rows on 32 cores: 25, not 34)."""
     s_rows = ix.period
     nl = _prod(ix.lead)
-    lat = _latency_bytes(tasks)
+    lat = latency_bytes(tasks)
     t0 = -(-s_rows // min(rows, s_rows))
     best, cost = None, None
     for t in range(t0, min(s_rows, t0 + min(3 * t0, 32)) + 1):
@@ -221,13 +222,13 @@ def slab_rows(rows: int, ix: IndexInfo, tasks: int) -> int:
             continue
         p, k = _split(nl, t, tasks, r, ix.vec_bytes)
         rounds = -(-nl * p // tasks)
-        c = rounds * (k * (r * ix.row_bytes + ix.full_moves * lat) + 2 * lat * (ix.vec_bytes > 0))
+        c = rounds * ((k + 1) * (r * ix.row_bytes + ix.full_moves * lat) + 2 * lat * (ix.vec_bytes > 0))
         if cost is None or c < cost:
             best, cost = r, c
     return best
 
 
-def _latency_bytes(tasks: int) -> float:
+def latency_bytes(tasks: int) -> float:
     """Bytes a core moves at its fair share of GDRAM bandwidth during one DMA latency (MLU370: ~4.8 KB)."""
     from gir.passes.machines import MLU370 as M
     return M.gdram_latency_cycles * M.bytes_per_cycle(M.gdram_bandwidth) / max(1, min(tasks, M.total_cores))
@@ -388,12 +389,15 @@ def _unit_nest(loop: ir.For, ix: IndexInfo, rows: int, walk, dtypes) -> tuple[ir
 
 def _split(nl: int, ts: int, tasks: int, rows: int, vec_bytes: int) -> tuple[int, int]:
     """(P parts per slab, K tiles per part) for `nl` slabs of `ts` tiles: the fewest parts (at least enough for
-    the part's row vectors to fit VEC_BYTES) that minimise the tiles of the busiest core, ceil(units / tasks) * K
-    (3 slabs of 200 tiles on 32 cores: 10 parts of 20 tiles, where 11 parts of 19 would give one core two)."""
+    the part's row vectors to fit VEC_BYTES) that minimise the busiest core's time, ceil(units / tasks) * (K + 1)
+    tile times: a unit's K tiles run in one pipelined loop whose first load and last store overlap nothing (3
+    slabs of 200 tiles on 32 cores: 10 parts of 20 tiles, where 11 parts of 19 would give one core two; 45 slabs
+    of 32 tiles: 2 parts of 16, where 32 parts of one tile each balanced the cores but pipelined nothing: the
+    causal softmax at B=3, H=15, S=1024 ran at 1.74x the DMA roofline)."""
     least = min(ts, max(1, -(-ts * rows * vec_bytes // VEC_BYTES)))
     best, cost = least, None
     for p in range(least, min(ts, least + 4 * tasks) + 1):
-        c = -(-nl * p // tasks) * -(-ts // p)
+        c = -(-nl * p // tasks) * (-(-ts // p) + 1)
         if cost is None or c < cost:
             best, cost = p, c
     k = -(-ts // best)

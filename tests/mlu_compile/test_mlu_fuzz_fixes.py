@@ -1,5 +1,7 @@
 """Regression tests for fuzzer-found MLU compiler bugs: rank-4 row tensors at small sizes (bounds-checked
 kernels), i64 tensors at the host boundary, and the fused group_norm schedule."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,8 @@ from gir.parser import parse_text
 from gir.passes.analysis.checks import check_module
 from gir.passes.schedule_mlu import schedule_mlu
 from gir.targets.mlu.run import run_func
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 CAUSAL = """func scaled_causal_softmax(x: f32[B, H, S, S], scale: f32[]) -> (y: f32[B, H, S, S]) {
   z[b, h, i, j] = select(j <= i, x[b, h, i, j] * scale[], -inf)
@@ -61,7 +65,7 @@ def test_generated_instructions_are_located(mode):
 
 @pytest.mark.parametrize("m,n", [(8, 17), (1, 1), (33, 64)])
 def test_i64_inputs_match_evaluator(m, n):
-    f = parse_text(open("/work/main/samples/rmsnorm.gir").read().replace("x: f32[", "x: i64[")).funcs[0]
+    f = parse_text(open(f"{SAMPLES}/rmsnorm.gir").read().replace("x: f32[", "x: i64[")).funcs[0]
     sizes = {"M": m, "N": n}
     rng = np.random.default_rng(m * n)
     x = {"x": rng.integers(-1000, 1000, (m, n)).astype(np.int64), "w": rng.standard_normal(n).astype(np.float32)}
@@ -69,14 +73,14 @@ def test_i64_inputs_match_evaluator(m, n):
 
 
 def test_i64_out_of_int32_range_is_a_gir_error():
-    f = parse_text(open("/work/main/samples/rmsnorm.gir").read().replace("x: f32[", "x: i64[")).funcs[0]
+    f = parse_text(open(f"{SAMPLES}/rmsnorm.gir").read().replace("x: f32[", "x: i64[")).funcs[0]
     x = {"x": np.full((2, 3), 2 ** 40, np.int64), "w": np.ones(3, np.float32)}
     with pytest.raises(GirError, match="int32 range"):
         run_func(f, x, {"M": 2, "N": 3})
 
 
 def _group_norm():
-    return parse_text(open("/work/main/samples/group_norm.gir").read()).funcs[0]
+    return parse_text(open(f"{SAMPLES}/group_norm.gir").read()).funcs[0]
 
 
 @pytest.mark.parametrize("n,g,cg,hw", [(2, 3, 5, 7), (1, 1, 1, 1), (3, 4, 1, 130), (2, 32, 8, 64), (5, 6, 3, 65),
@@ -99,7 +103,7 @@ def test_group_norm_bench_shape_near_roofline():
 
 def test_group_norm_pattern_mismatch_is_still_fused():
     # a different affine transform (beta scaled) is not groupnorm.py's form: the tile recipe (tiles.py) fuses it
-    src = open("/work/main/samples/group_norm.gir").read().replace("+ beta[g, c]", "+ 2.0 * beta[g, c]")
+    src = open(f"{SAMPLES}/group_norm.gir").read().replace("+ beta[g, c]", "+ 2.0 * beta[g, c]")
     f = parse_text(src).funcs[0]
     e = _compare(f, {"N": 1, "G": 2, "CG": 2, "HW": 3}, seed=5)
     assert len(e.kernels) == 1

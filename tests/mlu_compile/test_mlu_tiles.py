@@ -5,6 +5,7 @@ checks, the recipe is chosen (no scalar kernel, no op-by-op split) and stays nea
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,8 @@ from gir.rounding import rounding_bound
 from gir.targets.mlu.run import run_func
 from gir.verdict import compare
 
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "samples"
+
 SAMPLES = ("softmax_mid", "softmax_axis0", "softmax_col", "channel_stats", "broadcast_scale", "group_norm_affine",
            "layernorm_bwd", "rope", "rope_flat")
 SCALAR = re.compile(r"_k\d+$")
@@ -28,7 +31,7 @@ def _func(text: str, dtype: str = "f32") -> ir.Func:
 
 
 def _sample(name: str) -> str:
-    return open(f"/work/main/samples/{name}.gir").read()
+    return open(f"{SAMPLE_DIR}/{name}.gir").read()
 
 
 def _check(f: ir.Func, sizes: dict, seed: int = 0):
@@ -84,7 +87,7 @@ REPORT = {"softmax_mid": dict(B=16, N=256, C=1024), "softmax_axis0": dict(N=256,
 @pytest.mark.parametrize("name", SAMPLES)
 def test_samples_near_the_dma_roofline(name):
     from gir.codegen.mlu.report import compulsory_bytes
-    f = parse_file(f"/work/main/samples/{name}.gir").funcs[0]
+    f = parse_file(f"{SAMPLE_DIR}/{name}.gir").funcs[0]
     sizes = REPORT[name]
     remarks: list = []
     e = schedule_mlu(f, sizes, remarks=remarks)
@@ -134,7 +137,7 @@ def test_generic_programs(name, dtype):
 def test_long_column_softmax_keeps_the_slab_on_chip():
     """A 4096-row column softmax: the [4096, 32] slab of a unit is held in NRAM once (dense rows), loaded and
     stored in pipelined sub-tiles, the sum of exponentials accumulated online: input read once."""
-    f = parse_file("/work/main/samples/softmax_col.gir").funcs[0]
+    f = parse_file(f"{SAMPLE_DIR}/softmax_col.gir").funcs[0]
     e = schedule_mlu(f, REPORT["softmax_col"])
     k = e.kernels[0]
     assert dict(k.attrs).get("layout") == "dense"
@@ -146,7 +149,7 @@ def test_long_column_softmax_keeps_the_slab_on_chip():
 def test_views_merge_axes_and_results_come_back_declared():
     """broadcast_scale: [A, B, C, D] * w[C, D] is [A * B, C * D] rows with a per-column w (views), the row
     model's schedule; results keep their declared shape."""
-    f = parse_file("/work/main/samples/broadcast_scale.gir").funcs[0]
+    f = parse_file(f"{SAMPLE_DIR}/broadcast_scale.gir").funcs[0]
     sizes = dict(A=3, B=7, C=33, D=5)
     e = _check(f, sizes)
     assert e.params[0].view is not None and tuple(e.params[0].type.shape) == (21, 165)
@@ -158,22 +161,22 @@ def test_group_norm_on_views_slab():
     """group_norm_view (x viewed [N, 4, C / 4, H * W]): one group's [C / 4, H * W] slab does not fit NRAM in
     pipeline slots at the report's sizes: the slab schedule, [R, 1] per-channel vectors copied per sub-tile."""
     from gir.views import complete_sizes
-    f = parse_file("/work/main/samples/group_norm_view.gir").funcs[0]
+    f = parse_file(f"{SAMPLE_DIR}/group_norm_view.gir").funcs[0]
     for sizes in (dict(N=3, C=20, H=5, W=13), dict(N=1, C=4, H=1, W=1)):
         _fused(_check(f, complete_sizes(f, sizes)), f.name)
     e = schedule_mlu(f, complete_sizes(f, dict(N=16, C=256, H=32, W=32)))
     _fused(e, f.name)
-    g = parse_file("/work/main/samples/group_norm_affine.gir").funcs[0]
+    g = parse_file(f"{SAMPLE_DIR}/group_norm_affine.gir").funcs[0]
     _fused(_check(g, dict(N=1, G=2, CG=131, HW=1000)), g.name)   # slab: [131, 1000] f32 is 524 KiB
 
 
 def test_existing_schedules_are_tried_first():
     """The recipe comes after the row model and the other fused schedules: their programs keep their kernels
     (group_norm: groupnorm.py; a column sum: colreduce.py; softmax: the row model)."""
-    gn = parse_file("/work/main/samples/group_norm.gir").funcs[0]
+    gn = parse_file(f"{SAMPLE_DIR}/group_norm.gir").funcs[0]
     e = schedule_mlu(gn, dict(N=2, G=3, CG=4, HW=65))
     assert "pipeline" not in dict(e.kernels[0].attrs)
-    cs = parse_file("/work/main/samples/col_sum.gir").funcs[0]
+    cs = parse_file(f"{SAMPLE_DIR}/col_sum.gir").funcs[0]
     assert [k.name for k in schedule_mlu(cs, dict(M=64, N=64)).kernels][0] == "col_sum_mlu"
 
 
