@@ -128,7 +128,7 @@ def _flatten(stmts):
 
 def gather_kernel(model, rows: int, tasks: int, sram: frozenset, name: str) -> tuple[ir.Kernel, int]:
     """(kernel, R) of a row model whose column index is the iota input: lowered with per-row gathers; when a
-    gather applies and the tiles split evenly over the cores, with blocked tiles and the `[M]` vectors moved once
+    gather applies, with blocked tiles and the `[M]` vectors moved once
     per core (`hoist.py`: two 500-cycle DMAs less per tile)."""
     from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows, row_vectors
     from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
@@ -136,7 +136,7 @@ def gather_kernel(model, rows: int, tasks: int, sram: frozenset, name: str) -> t
     kernel = gather_rows(plain)
     if kernel is plain or sram:
         return kernel, rows
-    r = blocked_rows(rows, model.m, tasks, row_vectors(model))
+    r = blocked_rows(rows, model.m, tasks, row_vectors(model), uneven=True)
     if r is None:
         return kernel, rows
     blocked = gather_rows(lower_rows(model, RowPlan(r, tasks, sram), name))

@@ -1,9 +1,10 @@
 """Row vectors out of the tile loop, for row-model kernels with little traffic per row (cross_entropy).
 
 A row-model kernel loads every `[M]` input and stores every `[M]` output once per tile: R * 4 bytes, each DMA paying
-the full GDRAM latency (500 cycles) on the serialised IO pipe. When tiles split evenly over the cores (M % (tasks *
-R) == 0) the tiles of a core can be made contiguous (core t processes tiles t * TPC .. t * TPC + TPC - 1, "blocked"
-instead of cyclic), so each core's rows of a row vector are one contiguous range of RPC = TPC * R values:
+the full GDRAM latency (500 cycles) on the serialised IO pipe. The tiles of a core can be made contiguous (core t
+processes tiles t * TPC .. t * TPC + TPC - 1, "blocked" instead of cyclic), so each core's rows of a row vector are
+one contiguous range of RPC = TPC * R values (where M % (tasks * R) != 0 the last busy core's run stops at M, its
+vector moves masked, and cores past M skip them and run no tile):
 
     load t_all[0:RPC, 0:1] <- target[task_ * RPC:task_ * RPC + RPC]       # once per core
     for it_ in 0..TPC {
@@ -14,7 +15,8 @@ instead of cyclic), so each core's rows of a row vector are one contiguous range
     }
     store loss_row[task_ * RPC:task_ * RPC + RPC] <- o_all[0:RPC, 0]          # once per core
 
-`blocked_rows` picks R (the largest divisor of M / tasks not above the placement's R); `hoist_rows` rewrites the
+`blocked_rows` picks R (the largest divisor of M / tasks not above the placement's R, or, where M % tasks != 0, the
+balanced height for ceil(M / tasks) rows per core); `hoist_rows` rewrites the
 kernel of `lower_rows` (single-level `parallel task_ @core`, no SRAM staging).
 """
 from __future__ import annotations
@@ -33,17 +35,27 @@ def row_vectors(model) -> int:
     return sum(k == ROW for k in list(model.inputs.values()) + list(model.outputs.values()))
 
 
-def blocked_rows(rows: int, m: int, tasks: int, n_vectors: int) -> int | None:
-    """R for the blocked schedule, or None when tiles cannot split evenly or the vectors do not fit."""
-    if m % tasks or n_vectors == 0:
+def blocked_rows(rows: int, m: int, tasks: int, n_vectors: int, uneven: bool = False) -> int | None:
+    """R for the blocked schedule, or None when the vectors do not fit or (unless `uneven`) the tiles cannot split
+    evenly. Even: the largest divisor of M / tasks not above `rows`. Uneven: each core takes TPC = ceil(ceil(M /
+    tasks) / R) tiles of R = ceil(ceil(M / tasks) / TPC) rows (`core_tiles`); the last core's run is cut short
+    by M, and cores past M idle."""
+    if n_vectors == 0 or (m % tasks and not uneven):
         return None
-    per_core = m // tasks
+    per_core = -(-m // tasks)
     if per_core * 8 * n_vectors > MAX_VECTOR_BYTES:
         return None
     r = min(rows, per_core)
+    if m % tasks:
+        return -(-per_core // -(-per_core // r))
     while per_core % r:
         r -= 1
     return r
+
+
+def core_tiles(m: int, rows: int, tasks: int) -> int:
+    """Tiles of R rows per core in the blocked schedule (the last core's may run past M)."""
+    return -(-(-(-m // tasks)) // rows)
 
 
 def _is_cyclic_tile(e) -> bool:
@@ -73,8 +85,9 @@ def hoist_rows(kernel: ir.Kernel, model, rows: int, tasks: int, dtypes: dict) ->
     loop = top.body[-1]
     if not isinstance(loop, ir.For) or loop.var != "it_":
         return kernel
-    rpc = model.m // tasks
-    tpc = rpc // rows
+    tpc = core_tiles(model.m, rows, tasks)
+    rpc = tpc * rows
+    even = rpc * tasks == model.m
     row_in = {x for x, k in model.inputs.items() if k == ROW}
     row_out = {x for x, k in model.outputs.items() if k == ROW}
     it_r = B.mul(B.v("it_"), rows)
@@ -85,7 +98,7 @@ def hoist_rows(kernel: ir.Kernel, model, rows: int, tasks: int, dtypes: dict) ->
             name = s.src.name
             buf = f"{name}_all"
             allocs.append(B.alloc(buf, dtypes[name], (rpc, 1), "nram"))
-            pro.append(B.move("load", B.ref(buf, B.sl(0, rpc), B.sl(0, 1)), B.ref(name, core_rows)))
+            pro.append(B.move("load", B.ref(buf, B.sl(0, rpc), B.sl(0, 1)), B.ref(name, core_rows), mask=not even))
             copies.append(ir.Assign(s.dst, B.ref(buf, B.sl(it_r, rows), B.sl(0, 1))))
         elif isinstance(s, ir.Move) and s.kind == "store" and s.dst.name in row_out:
             name = s.dst.name
@@ -94,7 +107,7 @@ def hoist_rows(kernel: ir.Kernel, model, rows: int, tasks: int, dtypes: dict) ->
             src = s.src
             outs.append(ir.Assign(B.ref(buf, B.sl(it_r, rows), B.sl(0, 1)),
                                   B.ref(src.name, B.sl(0, rows), B.sl(0, 1))))
-            post.append(B.move("store", B.ref(name, core_rows), B.ref(buf, B.sl(0, rpc), B.c(0))))
+            post.append(B.move("store", B.ref(name, core_rows), B.ref(buf, B.sl(0, rpc), B.c(0)), mask=not even))
         elif isinstance(s, ir.Move) and s.kind == "load":
             loads.append(dataclasses.replace(s, src=_blocked(s.src, tpc)))
         elif isinstance(s, ir.Move) and s.kind == "store":
@@ -106,7 +119,15 @@ def hoist_rows(kernel: ir.Kernel, model, rows: int, tasks: int, dtypes: dict) ->
     stores = [s for s in outs if isinstance(s, ir.Move)]
     tail = [s for s in outs if isinstance(s, ir.Assign)]
     body = tuple(loads + copies + comps + tail + stores)
-    new_loop = dataclasses.replace(loop, hi=B.c(tpc), body=body)
+    if even:
+        new_loop = dataclasses.replace(loop, hi=B.c(tpc), body=body)
+    else:   # the core's tiles up to M (none past it); its vectors' moves masked, and skipped by idle cores
+        left = ir.BinOp("-", B.c(model.m), B.mul(B.v("task_"), rpc))
+        hi = ir.Call("min", (B.c(tpc), ir.BinOp("//", B.add(left, rows - 1), B.c(rows))))
+        new_loop = dataclasses.replace(loop, hi=hi, body=body)
+        busy = ir.BinOp("<", B.mul(B.v("task_"), rpc), B.c(model.m))
+        pro = [ir.If(busy, tuple(pro), ())] if pro else []
+        post = [ir.If(busy, tuple(post), ())] if post else []
     head = list(top.body[:-1])
     k = max((i for i, x in enumerate(head) if isinstance(x, ir.Alloc)), default=-1) + 1
     head[k:k] = allocs

@@ -89,10 +89,9 @@ def _rows_blocked(spec, info, st: Setting, remarks) -> list:
     n_vec = row_vectors(model)
     if not n_vec:
         raise NotRowModel("no [M] vector to move once per core")
-    r = blocked_rows(pl.rows, model.m, st.tasks, n_vec)
+    r = blocked_rows(pl.rows, model.m, st.tasks, n_vec, uneven=True)
     if r is None:
-        raise NotRowModel(f"{model.m} rows do not split evenly over {st.tasks} cores (or their vectors exceed "
-                          "the NRAM kept for them)")
+        raise NotRowModel("the row vectors of a core exceed the NRAM kept for them")
     kernel = lower_rows(model, RowPlan(r, st.tasks, False), st.name)
     hoisted = hoist_rows(kernel, model, r, st.tasks, model.dtypes)
     if hoisted is kernel:

@@ -91,9 +91,11 @@ def test_cross_entropy_timing_only_and_roofline():
     assert t / (compulsory_bytes(f, sizes) / 307e9) < 1.15       # was 1.36 with compare + select + sum
 
 
-@pytest.mark.parametrize("m,n", [(64, 1000), (96, 70), (32, 1)])
+@pytest.mark.parametrize("m,n", [(64, 1000), (96, 70), (32, 1), (1000, 77), (2039, 7), (33, 70)])
 def test_cross_entropy_hoists_row_vectors(m, n):
-    """M % 32 == 0: blocked tiles, target loaded and loss_row stored once per core (hoist.py)."""
+    """Blocked tiles, target loaded and loss_row stored once per busy core (hoist.py), also where M % 32 != 0
+    (masked moves, the last busy core's run cut short: cross_entropy at 4099 x 1021 1.504x -> 1.265x the DMA
+    roofline)."""
     f = _f("cross_entropy")
     sizes = {"M": m, "N": n}
     rng = np.random.default_rng(m * n)
