@@ -35,7 +35,9 @@ the same dense shape. Traffic is compulsory: x read once, y written once.
 Permutations that keep the last axis (`y[b, h, s, d] = x[b, s, h, d]`): a work unit is every index of y except
 its last two, and a part of the second-to-last (S) axis (assigned cyclically to the cores, decoded with one-trip
 loops so region starts stay affine); a unit is one 2-D strided `GDRAM2GDRAM` copy of [S / P, D] rows (no compute,
-no on-chip staging). P = 1 (whole slabs) unless the slabs are too few to keep the chip's GDRAM busy.
+no on-chip staging, except for rows shorter than 512 bytes off the 64-byte DMA granule whose y part is
+contiguous: loaded into a dense NRAM run and stored as one segment). P = 1 (whole slabs) unless the slabs are too
+few to keep the chip's GDRAM busy.
 """
 from __future__ import annotations
 
@@ -55,6 +57,8 @@ TILE_BYTES, TILE_COLS = 128 * 1024, 128   # in + out double-buffered = 512 KiB o
 CONVERTIBLE = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)   # a permutation may convert f32 <-> f16 / bf16
 PACKED_ROW = 64    # bytes: shorter tile rows of a contiguous tile region move packed (one transfer per tile)
 CONVERT_BYTES = 192 * 1024   # NRAM for a converting slab copy's part (in + out; double-buffered by the pipeline)
+STAGE_BYTES = 256 * 1024     # NRAM for a staged slab copy's part (rows off the DMA granule)
+STAGE_ROW = 512              # ... whose rows are shorter than this many bytes
 
 
 def match_permute(spec: ir.Func, info) -> tuple | None:
@@ -423,7 +427,19 @@ def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, task
     for n in lead:
         units *= n
     conv = out_dt if out_dt is not None and out_dt != dt else None
-    rows = slab_rows(units, s, d * L.device_nbytes(dt), tasks)
+    es = L.device_nbytes(dt)
+    rows = slab_rows(units, s, d * es, tasks)
+    # short rows off the 64-byte granule: a strided copy pays a partial granule at each end of every row on both
+    # sides, and reads every partially written one again; staged through a dense NRAM run, a part whose y region
+    # is contiguous is stored as one segment, for a second DMA latency: not for parts under twice the bytes a core
+    # moves during one (B=2 S=100 H=3 D=5: 12.5x -> 15.5x the DMA roofline when staged), rows of STAGE_ROW bytes
+    # and more (1260-byte rows: 1.255x -> 1.289x), nor where only x's region is contiguous (the strided stores
+    # keep their read-modify-writes: [3, 257, 315] bool 1.721x -> 1.939x)
+    from gir.passes.schedule_mlu.indexops import latency_bytes
+    staged = not conv and (d * es) % 64 != 0 and d * es < STAGE_ROW and ra == len(yshape) - 2 and \
+        rows * d * es >= 2 * latency_bytes(tasks)
+    if staged and rows * d * es > STAGE_BYTES:
+        rows = -(-s // -(-s // (STAGE_BYTES // (d * es))))
     if conv:   # (NRAM tiles lay rows out at the 64-element pitch)
         row = L.round_up(d, L.PITCH) * (L.device_nbytes(dt) + L.device_nbytes(conv))
         if row > CONVERT_BYTES:
@@ -442,6 +458,9 @@ def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, task
         xidx: list = [None] * len(perm)
         for k, ax in enumerate(perm):
             xidx[ax] = yidx[k]
+        if staged:
+            run = B.ref("xs", B.sl(0, length * d))
+            return (B.move("load", run, B.ref(x, *xidx)), B.move("store", B.ref(y, *yidx), run))
         if not conv:
             return (B.move("copy", B.ref(y, *yidx), B.ref(x, *xidx)),)
         tile = (B.sl(0, length), B.sl(0, d))
@@ -461,7 +480,8 @@ def slab_copy_kernel(x: str, y: str, perm: tuple, yshape: tuple, name: str, task
         stmt = (ir.For(names[k], lo, B.add(lo, 1), stmt),)
         inner *= lead[k]
     loop = ir.For("it_", B.c(0), _trips(units * parts, t, tasks), stmt)
-    allocs = (B.alloc("xa", dt, (rows, d), "nram"), B.alloc("tc", conv, (rows, d), "nram")) if conv else ()
+    allocs = (B.alloc("xa", dt, (rows, d), "nram"), B.alloc("tc", conv, (rows, d), "nram")) if conv else \
+        (B.alloc("xs", dt, (rows * d,), "nram"),) if staged else ()
     top = ir.Parallel("task_", B.c(0), B.c(tasks), ir.ParLevel.core, allocs + (loop,))
     return ir.Kernel(name, (top,), (("task_dim", str(tasks)),))
 
