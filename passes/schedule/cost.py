@@ -230,9 +230,22 @@ def split_candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: 
     rows = 1
     for d in rk.g.R:
         rows *= hint(d, hints)
-    if not splittable(rk) or rows >= 2 * m.sms or hint(rk.g.C[-1], hints) < SPLIT_MIN_ROW:
+    if not splittable(rk) or rows >= 2 * m.sms:
         return []
-    return [RowConfig(SPLIT_THREADS, 1, v, 0, 0, 2 * m.sms) for v in sorted({1, vmax})]
+    cin = hint(rk.g.C[-1], hints)
+    if cin >= SPLIT_MIN_ROW:
+        return [RowConfig(SPLIT_THREADS, 1, v, 0, 0, 2 * m.sms) for v in sorted({1, vmax})]
+    total = 1
+    for d in rk.g.C:
+        total *= hint(d, hints)
+    outer = hint(rk.g.C[0], hints) if len(rk.g.C) > 1 else 0
+    if outer < 2 or total < SPLIT_MIN_ROW:
+        return []
+    # several column dims (a whole-tensor statistic: mse_loss's C = (M, N)) with short inner rows: the blocks
+    # share the outermost dim, each walking whole inner rows (one block for all of it ran at one SM's bandwidth)
+    split = min(2 * m.sms, outer)
+    threads = [t for t in (128, 256, 512) if t <= max(128, -(-cin // 32) * 32)]
+    return [RowConfig(t, 1, v, 0, 0, split, outer=True) for t in threads for v in sorted({1, vmax})]
 
 
 def estimate_split(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]) -> Estimate:
@@ -249,8 +262,11 @@ def estimate_split(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str
     dram = rows * row_in + 2 * part + sum(rk.types[n].dtype.nbytes for n in rk.row_stores) * rows
     blocks = rows * cfg.split
     in_flight = min(blocks, m.sms * (m.max_threads_per_sm // cfg.threads)) * cfg.threads
-    span = cfg.threads * cfg.vec * cfg.split
+    span = cfg.threads * cfg.vec * (1 if cfg.outer else cfg.split)
     lane_util = cin / (-(-cin // span) * span)
+    if cfg.outer:   # the outer points over the blocks: the last round partly idle
+        c0 = hint(rk.g.C[0], hints)
+        lane_util *= c0 / (-(-c0 // cfg.split) * cfg.split)
     util = min(1.0, in_flight / (m.sms * 1024)) * lane_util
     mlp = min(1.0, 0.55 + 0.15 * cfg.vec)
     nw = cfg.threads // m.warp

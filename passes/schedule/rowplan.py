@@ -30,6 +30,8 @@ class RowConfig:
     shift: int = 0        # > 0: lanes shifted back by the row's skew mod `shift` elements (passes/schedule/shift.py)
     residues: tuple = ()  # ((size, residue mod shift), ...): the specialisation guards of a shifted kernel
     halo: bool = False    # stage tensors read at several column offsets through shared memory (halo.py)
+    outer: bool = False   # split: the blocks share the outermost of several column dims (grid-stride), each walking
+                          # whole innermost rows, instead of chunks of the innermost one
 
 
 def staged_rows(cfg: RowConfig, warp: int) -> bool:

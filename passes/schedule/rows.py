@@ -231,7 +231,7 @@ class RowKernel(RowAnalysis):
     def _tail(self, cfg: RowConfig) -> bool:
         if cfg.shift:
             return True
-        n = cfg.threads * cfg.vec * max(cfg.split, 1)
+        n = cfg.threads * cfg.vec * (1 if cfg.outer else max(cfg.split, 1))
         return not (isinstance(self.cin_ext, int) and self.cin_ext % n == 0)
 
     def _rowstats(self, L: Lines, done: set[str]) -> None:
@@ -260,6 +260,9 @@ class RowKernel(RowAnalysis):
     def _chunks(self, L: Lines, cfg: RowConfig, fn) -> None:
         span = cfg.threads * cfg.vec
         for m in range(len(self.g.C) - 1):
+            if m == 0 and cfg.split and cfg.outer:   # block _bs takes outer points _bs, _bs + split, ...
+                L.open(f"for _q in 0..cdiv({format_expr(dim_expr(self.g.C[0]))} - _bs, {cfg.split})")
+                continue
             L.open(f"for _k{m} in 0..{format_expr(dim_expr(self.g.C[m]))}")
         if cfg.cached and cfg.inner:  # two column dims: chunk (_k0, _k) is register slot _k0 * inner + _k
             L.open(f"for _k in 0..{cfg.inner}")
@@ -267,7 +270,7 @@ class RowKernel(RowAnalysis):
         elif cfg.cached:
             L.open(f"for _k in 0..{cfg.cached}")
             kk = V("_k")
-        elif cfg.split:
+        elif cfg.split and not cfg.outer:
             L.open(f"for _k in 0..cdiv({format_expr(dim_expr(self.cin_ext))}, {span * cfg.split})")
             kk = C(0)
             cb = add(mul(add(mul(V("_k"), C(cfg.split)), V("_bs")), C(span)), mul(self.tid, C(cfg.vec)))
@@ -289,6 +292,8 @@ class RowKernel(RowAnalysis):
     def _env(self, cb: ir.Expr) -> dict[str, ir.Expr]:
         env = dict(self.rowenv)
         env.update({cvar(m): V(f"_k{m}") for m in range(len(self.g.C) - 1)})
+        if self.cfg.split and self.cfg.outer:
+            env[cvar(0)] = add(mul(V("_q"), C(self.cfg.split)), V("_bs"))
         env[self.cin] = cb
         return env
 

@@ -117,7 +117,8 @@ def _candidate(rk: RowKernel, cfg: RowConfig, est, m, names: dict[str, str]) -> 
                    if rk.slots else "none",
                    levels=tuple((c.ref.name, "shared" if i in staged else "reg" if cfg.cached else "stream")
                                 for i, c in enumerate(rk.colrefs) if c.mode != "inv"),
-                   notes={"persistent": cfg.persistent, "shift": cfg.shift, "halo": halo.active(cfg)})
+                   notes={"persistent": cfg.persistent, "shift": cfg.shift, "halo": halo.active(cfg),
+                          **({"split": f"{C[0]} over {cfg.split} blocks"} if cfg.outer else {})})
     info = {}
     if est is not None:
         info = {"seconds": est.seconds, "dram_bytes": est.dram_bytes, "l2_bytes": est.l2_bytes,
@@ -150,7 +151,8 @@ def _condemns(errors, self_: Candidate, other: Candidate) -> bool:
 
 def _emit(rk: RowKernel, cfg: RowConfig, name: str) -> Emitted:
     guards = _guards(rk, cfg)
-    fallback = RowConfig(cfg.threads, cfg.rows_per_block, 1, 0, cfg.persistent, cfg.split, halo=cfg.halo)
+    fallback = RowConfig(cfg.threads, cfg.rows_per_block, 1, 0, cfg.persistent, cfg.split, halo=cfg.halo,
+                         outer=cfg.outer)
     texts = [rk.emit(cfg, name, fallback if guards else None, guards, _middle(rk, cfg, guards))]
     names, extra = [name], []
     if cfg.split:
