@@ -46,6 +46,7 @@ NRAM_BUDGET = 640 * 1024     # the rest stays free for the emitter's scratch til
 NRAM_SLACK = NRAM_BUDGET + 128 * 1024   # what a tile may use where the estimate does not settle below the budget
 FULL, ROW, COL = "full", "row", "col"
 LANE_STEP = 32               # lane chunks: whole 128-byte f32 units (the tile pitch stays 64 elements)
+WIDE_LANES = 1024            # a wide lane chunk (rows off the DMA granule, scan axis cut into ranges): at most
 BINARY = ("+", "-", "*", "/", "max", "min", "pow")
 
 
@@ -60,6 +61,7 @@ class _Plan:
         p = scan_of(stmt.value)
         self.stmt, self.scan, self.tasks = stmt, p, tasks
         self.allow_sram = True   # (scan_items: the long scans may keep tiles in SRAM)
+        self.wide = False        # cols: one lane chunk as wide as the rows (up to WIDE_LANES), cut into ranges
         self.out = stmt.target
         self.vars = [i.name for i in self.out.index]
         self.shape = dict(zip(self.vars, types[self.out.name].shape))
@@ -96,6 +98,8 @@ class _Plan:
             step = max(LANE_STEP, L.VECTOR_ALIGN // L.device_nbytes(self.cdt))
             cands = [self.nlanes] if self.nlanes <= step else \
                 list(range(step, min(1024, L.round_up(self.nlanes, step)) + 1, step))
+            if self.wide:
+                cands = [min(self.nlanes, WIDE_LANES)]
         else:
             cands = [32, 64, 128, 256] if self.nlanes > 32 else [64]
             if L.device_nbytes(self.cdt) == 2:   # a 16-bit lane block is transposed: rows of whole 128-byte units
@@ -418,22 +422,40 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: b
     from gir.passes.schedule_mlu import scan_cols_long
     from gir.passes.schedule_mlu.scan_long import applies, long_scan_items
     rows_long = applies(plan, [x for x in walk(plan.scan.arg) if isinstance(x, ir.Ref)])
-    if rows_long or scan_cols_long.applies(plan):
+    cols_plans = [plan] if scan_cols_long.applies(plan) else []
+    if plan.layout == "cols" and (plan.nlanes * L.device_nbytes(plan.ydt)) % 64:
+        # rows off the 64-byte DMA granule: lane chunks narrower than the row pay a partial granule at both ends
+        # of every row segment, and a partially written one is read again (a column scan of 2039 x 2039 f32 in
+        # 64-lane chunks: 1.58x the DMA roofline); one chunk as wide as the row (up to WIDE_LANES), the scan axis
+        # cut into ranges over the cores, competes
+        wide = _Plan(st, dict(info.types), tasks)
+        wide.allow_sram, wide.wide = allow_sram, True
+        wide.choose(16)
+        if wide.W > plan.W and scan_cols_long.applies(wide):
+            cols_plans.append(wide)
+    if rows_long or cols_plans:
         # the scan axis cut into ranges over the idle cores (scan_long.py for the last axis, scan_cols_long.py for
         # the others) against the unit kernel: the cost model picks
-        said_long, said_unit = [], []
+        from gir.passes.schedule_mlu.cost import estimate
+
+        def seconds(items) -> float:
+            return estimate(dataclasses.replace(spec, body=tuple(items))).seconds if items else float("inf")
+        longs = []   # (seconds, items, remarks)
         if rows_long:
-            long = long_scan_items(plan, spec, dict(info.types), said_long, st.loc)
-        else:
-            long = scan_cols_long.cols_long_items(plan, spec, dict(info.types), said_long, st.loc)
-        if long is not None:
-            from gir.passes.schedule_mlu.cost import estimate
+            said: list = []
+            longs.append((long_scan_items(plan, spec, dict(info.types), said, st.loc), said))
+        for cp in cols_plans:
+            said = []
+            longs.append((scan_cols_long.cols_long_items(cp, spec, dict(info.types), said, st.loc), said))
+        longs = [(seconds(items), items, said) for items, said in longs if items is not None]
+        if longs:
+            t_long, long, said_long = min(longs, key=lambda x: x[0])
+            said_unit: list = []
             try:
                 unit = _unit_items(spec, info, _Plan(st, dict(info.types), tasks), said_unit)
             except GirError:   # no unit tile fits NRAM
                 unit = None
-            t_long, t_unit = (estimate(dataclasses.replace(spec, body=tuple(x))).seconds if x else float("inf")
-                              for x in (long, unit))
+            t_unit = seconds(unit)
             if remarks is not None:
                 remarks.extend(said_long if t_long < t_unit else said_unit)
             if t_long < t_unit:
