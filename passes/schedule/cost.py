@@ -222,6 +222,7 @@ def estimate(rk: RowKernel, cfg: RowConfig, m: GpuMachine, hints: dict[str, int]
 
 SPLIT_THREADS = 256
 SPLIT_MIN_ROW = 65536  # elements; shorter rows never split
+SPLIT_MIN_OUTER = 32   # points of the outermost column dim at least, for the blocks to share it
 
 
 def split_candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: int) -> list[RowConfig]:
@@ -239,7 +240,9 @@ def split_candidates(rk: RowKernel, m: GpuMachine, hints: dict[str, int], vmax: 
     for d in rk.g.C:
         total *= hint(d, hints)
     outer = hint(rk.g.C[0], hints) if len(rk.g.C) > 1 else 0
-    if outer < 2 or total < SPLIT_MIN_ROW:
+    # (an outer dim of a few points gives a few blocks; inner rows under a warp's 32 lanes waste most of every
+    # sector, which this estimate does not count)
+    if outer < SPLIT_MIN_OUTER or cin < 32 or total < SPLIT_MIN_ROW:
         return []
     # several column dims (a whole-tensor statistic: mse_loss's C = (M, N)) with short inner rows: the blocks
     # share the outermost dim, each walking whole inner rows (one block for all of it ran at one SM's bandwidth)

@@ -77,16 +77,21 @@ def _blocked_if_faster(kernel: ir.Kernel, rows: int, model, ix, types: dict, tas
     the MLU cost model (`seconds`) estimates it faster (the ranking policy's tie keeps the cyclic kernel). Several
     `[M]` results per tile are several 500-cycle DMAs per tile (argreduce: four); for short rows the blocked form's
     copies into the per-core vectors cost more than they save (argmax at N = 7 was 28.8x -> 35.2x the DMA
-    roofline when taken unranked). Not for gather kernels (blocked already), index rows or rank > 2 rows."""
+    roofline when taken unranked; cross_entropy at M = 1000, N = 7 46.1x -> 49.7x). Gather kernels whose rows
+    split evenly over the cores are blocked already (gather_kernel); not for index rows or rank > 2 rows."""
     from gir.passes.middle.search.ranking import order
     from gir.passes.schedule_mlu.cost import MLU_RANKING
+    from gir.passes.schedule_mlu.gather import gather_rows
     from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows, row_vectors
-    if ix.row or ix.lead or not ix.col or _gathers(kernel):
+    gathers = _gathers(kernel)
+    if ix.row or ix.lead or not ix.col or (gathers and model.m % tasks == 0):   # (gather_kernel blocked it)
         return kernel
     r = blocked_rows(rows, model.m, tasks, row_vectors(model), uneven=True)
     if r is None:
         return kernel
     plain = lower_rows(model, RowPlan(r, tasks, frozenset()), kernel.name)
+    if gathers:
+        plain = gather_rows(plain)
     hoisted = hoist_rows(plain, model, r, tasks, model.dtypes)
     if hoisted is plain:
         return kernel

@@ -136,7 +136,8 @@ def gather_kernel(model, rows: int, tasks: int, sram: frozenset, name: str) -> t
     kernel = gather_rows(plain)
     if kernel is plain or sram:
         return kernel, rows
-    r = blocked_rows(rows, model.m, tasks, row_vectors(model), uneven=True)
+    # (rows that do not split evenly over the cores: extended.py ranks the blocked form against this one)
+    r = blocked_rows(rows, model.m, tasks, row_vectors(model), uneven=model.m % tasks == 0)
     if r is None:
         return kernel, rows
     blocked = gather_rows(lower_rows(model, RowPlan(r, tasks, sram), name))

@@ -73,8 +73,9 @@ def _rows(spec, info, st: Setting, remarks) -> list:
 
 def _rows_blocked(spec, info, st: Setting, remarks) -> list:
     """The row model with each core's tiles contiguous and its `[M]` vectors loaded and stored once per core
-    (hoist.py), where the tiles split evenly over the cores: a row reduction's results are not stored per tile
-    (one 500-cycle DMA per tile and result). Ranked against `rows` by the cost model."""
+    (hoist.py): a row reduction's results are not stored per tile (one 500-cycle DMA per tile and result).
+    Ranked against `rows` by the cost model. The vectors come on top of the placement's NRAM (which may use all
+    of it): the tiles shrink until the kernel fits (row_mean at M = 100001, N = 1500 overflowed by 1.8 KB)."""
     from gir.passes.schedule_mlu.hoist import blocked_rows, hoist_rows, row_vectors
     from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
     from gir.passes.schedule_mlu.placement import solve_placement
@@ -92,11 +93,17 @@ def _rows_blocked(spec, info, st: Setting, remarks) -> list:
     r = blocked_rows(pl.rows, model.m, st.tasks, n_vec, uneven=True)
     if r is None:
         raise NotRowModel("the row vectors of a core exceed the NRAM kept for them")
-    kernel = lower_rows(model, RowPlan(r, st.tasks, False), st.name)
-    hoisted = hoist_rows(kernel, model, r, st.tasks, model.dtypes)
-    if hoisted is kernel:
-        raise NotRowModel("the row kernel has statements the blocked form does not move")
-    return [hoisted]
+    from gir.passes.schedule_mlu.tiles_nram import kernel_nram
+    while True:   # the per-core vectors come on top of the placement's tiles: shorter tiles until they fit
+        kernel = lower_rows(model, RowPlan(r, st.tasks, False), st.name)
+        hoisted = hoist_rows(kernel, model, r, st.tasks, model.dtypes)
+        if hoisted is kernel:
+            raise NotRowModel("the row kernel has statements the blocked form does not move")
+        if kernel_nram(hoisted) <= st.nram:
+            return [hoisted]
+        if r == 1:
+            raise NotRowModel("the per-core row vectors do not fit NRAM beside a tile")
+        r = blocked_rows(r // 2, model.m, st.tasks, n_vec, uneven=True) or 1
 
 
 def _split_rows(spec, info, st: Setting, remarks) -> list:

@@ -354,10 +354,12 @@ def pair_schedule(spec: ir.Func, info, tasks: int = 32) -> ir.Func:
 def balanced_parts(units: int, nblk: int, tail: float, block_bytes: float, unit_dmas: int,
                    tasks: int) -> tuple[int, int]:
     """(blocks per part, parts) cutting each of `units` runs of `nblk` blocks (and `tail` of a block after the last)
-    into parts, units x parts cyclic over the cores: the split whose busiest core moves the fewest bytes, each
-    part's `unit_dmas` unpipelined DMAs (tables, the pipeline's first load and last store) counted as the bytes a
+    into parts, units x parts cyclic over the cores: the split whose busiest core moves the fewest bytes, a part
+    of K blocks counted as K + 1 (its blocks run in one pipelined loop whose first load and last store overlap
+    nothing: indexops._split) and its `unit_dmas` unpipelined DMAs (tables, the pipeline's ends) as the bytes a
     core moves during their latencies; more parts only for a gain above 1%. Three batches on 32 cores cut into 11
-    parts each made 33 units, one core running two (RoPE at B=3 1.56x the DMA roofline); 32 parts make 96."""
+    parts each made 33 units, one core running two (RoPE at B=3 1.56x the DMA roofline); 32 parts make 96. Without
+    the + 1, 48 batches of 2 blocks were cut into one-block parts (1.310x -> 1.562x)."""
     import numpy as np
     from gir.passes.schedule_mlu.indexops import latency_bytes
     lat = unit_dmas * latency_bytes(tasks)
@@ -367,8 +369,8 @@ def balanced_parts(units: int, nblk: int, tail: float, block_bytes: float, unit_
         parts = -(-nblk // bp)
         if best is not None and parts == best[2]:
             continue
-        size = np.full(units * parts, bp * block_bytes + lat)
-        size[parts - 1::parts] = (nblk - (parts - 1) * bp + tail) * block_bytes + lat
+        size = np.full(units * parts, (bp + 1) * block_bytes + lat)
+        size[parts - 1::parts] = (nblk - (parts - 1) * bp + tail + 1) * block_bytes + lat
         t = np.bincount(np.arange(units * parts) % tasks, size, tasks).max()
         if best is None or t < best[0] * 0.99:
             best = (t, bp, parts)

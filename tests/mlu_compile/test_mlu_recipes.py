@@ -276,3 +276,16 @@ def _in_loop(stmts, move, inside=False) -> bool:
             if got is not None:
                 return got
     return None
+
+
+@pytest.mark.parametrize("sizes", [{"M": 100001, "N": 1500}, {"M": 131071, "N": 2000}])
+def test_rows_blocked_fits_nram_beside_the_placement(sizes):
+    """The per-core [M] vectors come on top of the placement's tiles, which may take all of NRAM: the blocked
+    tiles shrink until the kernel fits (row_mean at M = 100001, N = 1500 overflowed NRAM by 1.8 KB)."""
+    from gir.passes.schedule_mlu.tiles_nram import kernel_nram
+    f = parse_file("samples/row_mean.gir").funcs[0]
+    found = _search(f, sizes)
+    for c in found.candidates:
+        assert all(kernel_nram(k) <= 768 * 1024 for k in c.config.kernels), c.strategy
+    assert sizes["M"] != 100001 or "rows-blocked" in [c.strategy for c in found.candidates], found.why_not
+    run_func(best(found.candidates).config, None, sizes, values=False)   # the simulator's NRAM check
