@@ -9,7 +9,7 @@ import pytest
 
 from gir.codegen.mlu.report import compulsory_bytes
 from gir.parser import parse_file
-from gir.passes.schedule_mlu.indexops import _split
+from gir.passes.schedule_mlu.indexops import FILL, _split
 from gir.targets.mlu.run import run_func
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "samples"
@@ -27,12 +27,19 @@ def test_slab_parts_keep_units_pipelined(nl, ts):
     overlaps nothing, so the busiest core's (tiles + 1 per unit) is what is minimised."""
     p, k = _split(nl, ts, 32, 32, 0)
     assert p * k >= ts and (p - 1) * k < ts          # P parts of K tiles cover the slab, none empty
-    busiest = -(-nl * p // 32) * (k + 1)
+    busiest = -(-nl * p // 32) * (k + FILL)
     for q in range(1, ts + 1):                        # no other split is faster on that count
         kq = -(-ts // q)
-        assert busiest <= -(-nl * -(-ts // kq) // 32) * (kq + 1)
+        assert busiest <= -(-nl * -(-ts // kq) // 32) * (kq + FILL)
     if ts >= 8 and nl * ts >= 4 * 32:
         assert k >= 2, (p, k)                         # units long enough to overlap loads and stores
+
+
+@pytest.mark.parametrize("sizes, bound", [(dict(B=11, H=3, S=65), 7.0), (dict(B=40, H=1, S=65), 5.95)])
+def test_causal_softmax_small_slabs_still_split(sizes, bound):
+    # 33 / 40 slabs of 3 tiles: one unit per slab (a fill of a whole tile per unit) was 7.205x / 6.003x; 3 parts
+    # of one tile each 6.853x / 5.821x (latency-bound sizes)
+    assert _ratio("scaled_causal_softmax", sizes) < bound
 
 
 def test_causal_softmax_with_45_slabs_near_the_roofline():
