@@ -263,7 +263,8 @@ def _flat_if_faster(out, func, sizes, mode, allow_sram, tasks, max_rows, nram, r
 
 def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None, choices=None,
               split=True, check=True, flat=True) -> ir.Func:
-    from gir.passes.schedule_mlu.scan import has_scan, scan_items
+    from gir.passes.schedule_mlu.scan import has_scan
+    from gir.passes.schedule_mlu.scan_choose import scan_items
     full = specialize(func, sizes)
     # vectors seen as [R, C] rows (split_flat.py), not in a segment of a split or a statement of the op-by-op
     # baseline (their callers declare the tensors unviewed)
