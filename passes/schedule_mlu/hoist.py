@@ -58,7 +58,8 @@ def blocked_rows(rows: int, m: int, tasks: int, n_vectors: int, uneven: bool = F
 
 def core_tiles(m: int, rows: int, tasks: int) -> int:
     """Tiles of R rows per core in the blocked schedule (the last core's may run past M)."""
-    return -(-(-(-m // tasks)) // rows)
+    per_core = -(-m // tasks)
+    return -(-per_core // rows)
 
 
 def _is_cyclic_tile(e) -> bool:
