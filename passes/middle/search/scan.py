@@ -29,11 +29,13 @@ from gir.passes.builtin.exprs import substitute_vars, var_names
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
+from gir.passes.middle.search import scan_shift
 from gir.passes.middle.search.scan_chain_text import ChainedText, status_words
 from gir.passes.middle.search.scan_text import MAX_GRID, VEC, KernelText, ScanStmt
 from gir.scan import scan_of
 
 MAX_THREADS = 256
+SECTOR_BYTES = scan_shift.SECTOR
 ROW_BATCH = 8           # scan-rows: at most this many rows per block share the loads of a broadcast operand
 SHARED_SLACK = 1024     # bytes of the block's default shared memory left unused by the stash and the cache
 MAX_CHUNKS = 8          # scan-chained: chunks of T x VEC elements per segment (one block each)
@@ -90,11 +92,12 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         util = min(1.0, slices * threads / (m.sms * 1024.0))
         kind, team, lanes, c = "scan-rows", "block", p.axis, None
         plan = _row_plan(g, scans, slices, extent, threads, hints, m)
+        plan["shift"] = scan_shift.plan(g, scans, hints)
         blocks = -(-slices // plan.get("R", 1))   # up to R rows per block
         ways = [scans]
         chained = _chain_plan(scans, slices, extent, threads, hints, m)
         if isinstance(chained, dict):
-            chained_cand = _chained_candidate(g, scans, chained, threads, slices, comp, m, s, p)
+            chained_cand = _chained_candidate(g, scans, chained, threads, slices, comp, m, s, p, hints)
         elif slices < m.sms:
             remarks.append(f"{names}: the scan along '{p.axis}' has {slices} row(s) and runs on {slices} block(s) "
                            f"(single-block scan per row: {chained}); parallelism is limited to "
@@ -108,6 +111,8 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
     notes = {"mapping": kind}
     if plan.get("R", 1) > 1:
         notes["rows per block"] = f"{plan['R']} of '{s.out_vars[plan['batch']]}'"
+    if plan.get("shift"):
+        notes["rows shifted"] = f"to {SECTOR_BYTES}-byte sectors where {scan_shift.guards(plan['shift'])}"
     dec = Decision("scan", blocks=others + ((c,) if c else ()), lanes=lanes, loops=(p.axis,), team=team,
                    threads=threads, vec=VEC if c is None else 1,
                    reduction=" ".join(f"{x.p.op} {x.p.form()}" for x in scans), notes=notes)
@@ -209,7 +214,8 @@ def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int,
     return Candidate(dec, "scan-columns-chained", seconds, traffic, 0.0, comp, emit, None, est)
 
 
-def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slices: int, comp: float, m, s, p):
+def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slices: int, comp: float, m, s, p,
+                       hints: dict[str, int]):
     segs, C = plan["segs"], plan["chunks"]
     blocks = slices * segs
     util = min(1.0, blocks * threads / (m.sms * 1024.0))
@@ -224,14 +230,16 @@ def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slice
     def emit(name: str) -> Emitted:
         kt = ChainedText(g, scans, threads)
         init = f"{name}_init"
-        return Emitted([kt.init_text(name, init, C * threads * VEC), ChainedText(g, scans, threads).chained(name, C)],
+        sh = scan_shift.plan(g, scans, hints)
+        return Emitted([kt.init_text(name, init, C * threads * VEC, extra=sh["A"] - 1 if sh else 0),
+                        ChainedText(g, scans, threads).chained(name, C, sh)],
                        kt.status_allocs(name), [init, name])
 
     return Candidate(dec, "scan-chained", seconds, traffic, 0.0, comp, emit, None, {"mapping": "scan-chained"})
 
 
 def plan_args(plan: dict) -> dict:
-    return {k: plan[k] for k in ("batch", "R", "stash", "cache")}
+    return {k: plan[k] for k in ("batch", "R", "stash", "cache", "shift")}
 
 
 def _row_plan(g, scans: list[ScanStmt], slices: int, extent: int, threads: int, hints: dict[str, int], m) -> dict:

@@ -4,6 +4,7 @@
 scan is scan_text.py's (`row_pass` with `chunks`)."""
 from __future__ import annotations
 
+from gir.passes.middle.search import scan_shift
 from gir.passes.middle.search.scan_text import REGS, VEC, KernelText, ScanStmt
 
 CHAIN_OP = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
@@ -49,6 +50,7 @@ class ChainedText(KernelText):
         env[c] = f"{T} * _gc + _t"
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
+        self.preload(self.scans, env)
         q = f"{seg} * _gs + _q"
         a = f"{self.S} - 1 - ({q})" if reverse else q
         at = f"{T} * _q + _t"
@@ -84,19 +86,21 @@ class ChainedText(KernelText):
         self.close(1 + 1 + 1 + len(positions) + 1 + 1)
         return self.finish()
 
-    def chained(self, name: str, chunks: int) -> str:
+    def chained(self, name: str, chunks: int, shift: dict | None = None) -> str:
         """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the
         segment axis `_gs` innermost on the grid): a block scans its segment into `_seg`, gets the combination of
         the segments before it through `chain` (one status word per block in status_name(), zeroed by
         init_text()) and stores prefix (+) value. Every statement walks in one direction (the caller checks); at
-        most MAX_GRID - 1 other positions."""
+        most MAX_GRID - 1 other positions. `shift` (scan_shift.plan): under its size guard slot q of the row
+        walks position q - _s (one segment more on the grid: cdiv(S + A - 1, L); a segment past the row scans
+        identities only)."""
         T, V = self.T, VEC
         positions = [i for i in range(self.n) if i != self.pos]
-        reverse = self.scans[0].p.reverse
         self.open(f"kernel {name}")
         env = self.grid(positions)
         L = chunks * T * V
-        self.open(f"parallel _gs in 0..cdiv({self.S}, {L}) @block")
+        pad = f" + {shift['A'] - 1}" if shift else ""
+        self.open(f"parallel _gs in 0..cdiv({self.S}{pad}, {L}) @block")
         for sc in self.scans:
             self.line(f"alloc _sh{sc.k}: {sc.acc.value}[{T * V}] @shared")
             self.line(f"alloc _tot{sc.k}: {sc.acc.value}[{T}] @shared")
@@ -104,23 +108,50 @@ class ChainedText(KernelText):
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_loc", V), ("_a", 1), ("_b", 1), ("_carry", 1), ("_pre", 1)))
-        self.row_pass(self.scans, env, reverse, {}, chunks=chunks)
+        reverse = self.scans[0].p.reverse
+        self._variants(shift, env, lambda sh: self.row_pass(self.scans, env, reverse, {}, chunks=chunks, shift=sh))
         at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs"])
-        for sc in self.scans:
+        for sc in self.scans:   # one chain per statement, outside the variants (its status words are the block's)
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _carry{sc.k}[0:1] over _gs via "
                       f"{status_ref(name, sc, at)}")
         self.line("sync @block")
+        self._variants(shift, env, lambda sh: self._chained_stores(env, chunks, sh))
+        self.close(1 + 1 + len(positions) + 1)
+        return self.finish()
+
+    def _variants(self, shift: dict | None, env: dict[int, str], body) -> None:
+        """body(shift) under the shift's size guard and its skew loop, body(None) otherwise."""
+        cond = scan_shift.guards(shift) if shift else ""
+        if shift:
+            if cond:
+                self.open(f"if {cond}")
+            sk = scan_shift.skew(shift, env, self.scans[0].p.reverse)
+            self.open(f"for _s in {sk}..{sk} + 1")
+            body(shift)
+            self.close(2 if cond else 1)
+            if not cond:
+                return
+            self.open("else")
+        body(None)
+        if shift:
+            self.close()
+
+    def _chained_stores(self, env: dict[int, str], chunks: int, shift: dict | None) -> None:
+        """Prefix (+) segment value of every slot of the block's segment, stored."""
+        T, V = self.T, VEC
+        L = chunks * T * V
+        reverse = self.scans[0].p.reverse
         self.open(f"for _c in 0..{chunks}")
         self.open(f"for _e in 0..{V}")
         q = f"{L} * _gs + {T * V} * _c + {T} * _e + _t"
-        a = f"{self.S} - 1 - ({q})" if reverse else q
+        slot = f"{q} - _s" if shift else q
+        a = f"{self.S} - 1 - ({slot})" if reverse else slot
         for sc in self.scans:
             k, at = sc.k, f"{T * V} * _c + {T} * _e + _t"
             self.line(f"copy _v{k}[0:1] <- _seg{k}[{at}:{at} + 1]")
             self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
             self.store(sc, env, a, f"_v{k}[0:1]")
-        self.close(2 + 1 + 1 + len(positions) + 1)
-        return self.finish()
+        self.close(2)
 
     def status_allocs(self, name: str, columns: bool = False) -> list[str]:
         """The status words of every statement's chains: one per block (rows: [other positions..., S]; a
@@ -133,8 +164,9 @@ class ChainedText(KernelText):
         return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims + (['3'] if status_words(sc) == 3 else []))}] "
                 "@global" for sc in self.scans]
 
-    def init_text(self, name: str, kernel: str, seg: int, columns: bool = False) -> str:
-        """The kernel zeroing the status words of the first cdiv(S, seg) segments before the scan kernel runs."""
+    def init_text(self, name: str, kernel: str, seg: int, columns: bool = False, extra: int = 0) -> str:
+        """The kernel zeroing the status words of the first cdiv(S + extra, seg) segments before the scan kernel
+        runs (`extra`: the positions a shifted row may add)."""
         T, c = 256, self.n - 1
         positions = [i for i in range(self.n) if i != self.pos and not (columns and i == c)]
         self.lines, self.depth = [], 0
@@ -146,7 +178,8 @@ class ChainedText(KernelText):
             self.open(f"parallel _gz in 0..cdiv({self.S}, {seg}) @block")
             last = ["_gz", f"{T} * _gc + _t:{T} * _gc + _t + 1"]
         else:
-            self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}, {seg}), {T}) @block")
+            pad = f" + {extra}" if extra else ""
+            self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}{pad}, {seg}), {T}) @block")
             last = [f"{T} * _gz + _t:{T} * _gz + _t + 1"]
         self.open(f"parallel _t in 0..{T} @thread")
         self.line("alloc _z: i64[1] @reg")

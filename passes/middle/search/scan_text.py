@@ -21,6 +21,7 @@ from gir import ir
 from gir.printer import format_const, format_expr
 from gir.scan import identity, scan_of
 from gir.passes.builtin.exprs import map_expr, refs, var_names
+from gir.passes.middle.search import scan_shift
 
 MAX_GRID = 3            # grid dimensions; further non-scan axes are walked by each thread
 VEC = 4                 # elements each thread scans serially per chunk (rows)
@@ -73,6 +74,7 @@ class KernelText:
         self.reg_for: dict[str, str] = {}   # load text -> its register
         self.regs: list[str] = []           # register allocations (written at the REGS placeholder)
         self.batch: int | None = None
+        self.fixed: dict[str, str] = {}     # load text -> register, for operands invariant along the walk
 
     # ------------------------------------------------------------------ helpers
     def line(self, text: str) -> None:
@@ -142,6 +144,9 @@ class KernelText:
         names = {}
         for r in sc.refs:
             text = self.ref_text(sc, r, env, a)
+            if text in self.fixed:
+                names[r] = f"{self.fixed[text]}[0:1]"
+                continue
             if text not in self.held:
                 reg = self.reg_for.get(text) or self.register(self.g.types[r.name].dtype)
                 self.reg_for[text] = self.held[text] = reg
@@ -162,6 +167,19 @@ class KernelText:
             names[r] = f"{self.held[text]}[0:1]"
         v = map_expr(sc.p.arg, lambda x: ir.Var(names[x]) if isinstance(x, ir.Ref) else x)
         self.line(f"_v{sc.k}[0:1] = {format_expr(map_expr(v, self.at(sc, env, a)))}")
+
+    def preload(self, group: list[ScanStmt], env: dict[int, str]) -> None:
+        """Operands that do not depend on the scan axis (`w[j]` in a scan down the columns, `v[i]` along the
+        rows): loaded once before the walk into registers value() reads at every position."""
+        self.fixed = {}
+        for sc in group:
+            for r in sc.refs:
+                if sc.p.axis in var_names(r):
+                    continue
+                text = self.ref_text(sc, r, env, "0")
+                if text not in self.fixed:
+                    self.fixed[text] = self.register(self.g.types[r.name].dtype)
+                    self.line(f"load {self.fixed[text]}[0:1] <- {text} with mask, other=0")
 
     def finish(self) -> str:
         """The text, with the operand registers allocated where the placeholder line stands."""
@@ -204,6 +222,7 @@ class KernelText:
         env[c] = f"{T} * _gc + _t"
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
+        self.preload(self.scans, env)
         self.open(f"for _q in 0..{self.S}")
         a = f"{self.S} - 1 - (_q)" if reverse else "_q"
         self.held = {}
@@ -220,9 +239,11 @@ class KernelText:
         self.close(1 + nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
         return self.finish()
 
-    def rows(self, name: str, batch: int | None = None, R: int = 1, stash: int = 0, cache: int = 0) -> str:
+    def rows(self, name: str, batch: int | None = None, R: int = 1, stash: int = 0, cache: int = 0,
+             shift: dict | None = None) -> str:
         """Forward statements in a forward pass, then reverse ones in a reverse pass (module docstring); R rows
-        of the batch position per block, one after the other."""
+        of the batch position per block, one after the other. `shift` (scan_shift.plan): the passes walk the
+        row shifted by its skew under the plan's size guard, unshifted otherwise."""
         T, V = self.T, VEC
         positions = [i for i in range(self.n) if i != self.pos]
         fwd = [sc for sc in self.scans if not sc.p.reverse]
@@ -252,45 +273,66 @@ class KernelText:
         nrest = self.walk_rest(positions, env)
         if self.batch is not None:
             self.open(f"for _rr in 0..{R}")
-        if fwd and rev:
-            self.row_pass(fwd, env, False, held, out=stashed, cap=stash)
-            self.row_pass(rev, env, True, held, into=stashed, cap=stash)
-        else:
-            self.row_pass(self.scans, env, bool(rev), held)
+        variants = [shift, None] if shift else [None]
+        cond = scan_shift.guards(shift) if shift else ""
+        for sh in variants:
+            if shift and cond:
+                if sh:
+                    self.open(f"if {cond}")
+                else:
+                    self.close()
+                    self.open("else")
+            elif not sh and shift:
+                break          # no size guard: every size takes the shifted body
+            if fwd and rev:
+                self.row_pass(fwd, env, False, held, out=stashed, cap=stash, shift=sh)
+                self.row_pass(rev, env, True, held, into=stashed, cap=stash, shift=sh)
+            else:
+                self.row_pass(self.scans, env, bool(rev), held, shift=sh)
+        if shift and cond:
+            self.close()
         if self.batch is not None:
             self.close()
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
         return self.finish()
 
     def row_pass(self, group: list[ScanStmt], env: dict[int, str], reverse: bool, cache: dict,
-                 out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0, chunks: int = 0) -> None:
+                 out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0, chunks: int = 0,
+                 shift: dict | None = None) -> None:
         """One walk over the row in chunks scanning `group`; `out`: (reverse) statements whose values are
         stashed at their position while walking forward; `into`: statements read back from the stash.
         `chunks` > 0: the block's segment only (`chunks` chunks from position L * _gs), its scanned values kept
-        in `_seg` (chained() adds the prefix of the segments before it)."""
+        in `_seg` (chained() adds the prefix of the segments before it). `shift`: slot q walks position q - _s
+        (scan_shift.py)."""
         T, V, S = self.T, VEC, self.S
         for sc in group:
             self.line(f"_carry{sc.k}[0:1] = {sc.ident}")
+        self.preload(list(group) + list(out) + list(into), env)
+        if shift and not chunks:   # a chained kernel's caller opens the skew around the pass and its stores
+            sk = scan_shift.skew(shift, env, reverse)
+            self.open(f"for _s in {sk}..{sk} + 1")
         if chunks:
             self.open(f"for _c in 0..{chunks}")
             q = f"{chunks * T * V} * _gs + {T * V} * _c + {T} * _e + _t"
         else:
-            self.open(f"for _c in 0..cdiv({S}, {T * V})")
+            self.open(f"for _c in 0..cdiv({S} + _s, {T * V})" if shift else f"for _c in 0..cdiv({S}, {T * V})")
             q = f"{T * V} * _c + {T} * _e + _t"
-        a = f"{S} - 1 - ({q})" if reverse else q
+        slot = f"{q} - _s" if shift else q
+        a = f"{S} - 1 - ({slot})" if reverse else slot
+        outside = f"{a} < 0 or {a} >= {S}" if shift else f"{q} >= {S}"
         self.open(f"for _e in 0..{V}")
         self.held = {}
         for sc in list(group) + list(out):
             if sc in out:   # only the stashed positions: past them the reverse pass reads the operands itself
                 before = dict(self.held)
-                self.open(f"if {q} < {cap}")
+                self.open(f"if {a} >= 0 and {a} < {cap}" if shift else f"if {q} < {cap}")
                 self.value(sc, env, a, cache)
-                self.line(f"copy _st{sc.k}[{q}:{q} + 1] <- _v{sc.k}[0:1]")
+                self.line(f"copy _st{sc.k}[{a}:{a} + 1] <- _v{sc.k}[0:1]")
                 self.close()
                 self.held = before
             elif sc in into:
                 before = dict(self.held)
-                self.open(f"if {q} < {S} and {a} < {cap}")
+                self.open(f"if {a} >= 0 and {a} < {cap}" if shift else f"if {q} < {S} and {a} < {cap}")
                 self.line(f"copy _v{sc.k}[0:1] <- _st{sc.k}[{a}:{a} + 1]")
                 self.close()
                 self.open("else")
@@ -299,7 +341,7 @@ class KernelText:
                 self.held = before
             else:
                 self.value(sc, env, a, cache)
-        self.open(f"if {q} >= {S}")
+        self.open(f"if {outside}")
         for sc in group:
             self.line(f"_v{sc.k}[0:1] = {sc.ident}")
         self.close()
@@ -364,4 +406,4 @@ class KernelText:
             self.store(sc, env, a, f"_v{sc.k}[0:1]")
         self.close()
         self.line("sync @block")
-        self.close()  # chunks
+        self.close(2 if shift else 1)  # chunks (and the skew)
