@@ -4,7 +4,7 @@
 scan is scan_text.py's (`row_pass` with `chunks`)."""
 from __future__ import annotations
 
-from gir.passes.middle.search import scan_shift
+from gir.passes.middle.search import scan_cols_shift, scan_shift
 from gir.passes.middle.search.scan_text import REGS, VEC, KernelText, ScanStmt
 
 CHAIN_OP = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
@@ -29,12 +29,14 @@ def status_ref(name: str, sc: ScanStmt, at: str) -> str:
 class ChainedText(KernelText):
     """Text of one chained scan kernel (and of the kernel zeroing its status words) over `scans`."""
 
-    def columns_chained(self, name: str, seg: int) -> str:
+    def columns_chained(self, name: str, seg: int, shift: dict | None = None, K: int = 0) -> str:
         """scan-columns cut along the scan axis into segments of `seg` positions (cdiv(S, seg) of them), one block
         per segment and lane block: each thread scans its column's segment into `_cseg` (shared, one column per
         thread), chains its total with the same column of the earlier segments (a chain per thread, status word
         [.., segment, column]) and stores prefix (+) value. One direction (the caller groups them so); at most
-        one position besides the lanes and the scan axis."""
+        one position besides the lanes and the scan axis. `shift` (scan_shift.plan) with K rows per tile: under
+        its size guard the segment is read and written in tiles of rows with shifted lanes (scan_cols_shift.py),
+        each column's prefix passed to the lanes that store it through `_cpre`."""
         T, c = self.T, self.n - 1
         positions = [i for i in range(self.n) if i not in (self.pos, c)]
         reverse = self.scans[0].p.reverse
@@ -44,6 +46,11 @@ class ChainedText(KernelText):
         self.open(f"parallel _gs in 0..cdiv({self.S}, {seg}) @block")
         for sc in self.scans:
             self.line(f"alloc _cseg{sc.k}: {sc.acc.value}[{seg * T}] @shared")
+        if shift:
+            staged = scan_cols_shift.staged(self, shift)
+            bufs = scan_cols_shift.allocs(self, staged, K)
+            for sc in self.scans:
+                self.line(f"alloc _cpre{sc.k}: {sc.acc.value}[{T}] @shared")
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_acc", 1), ("_pre", 1)))
@@ -51,9 +58,28 @@ class ChainedText(KernelText):
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
         self.preload(self.scans, env)
+        cond = scan_shift.guards(shift) if shift else ""
+        pos_at = lambda k: f"{seg} * _gs + {K} * _qt + {k}"   # noqa: E731
+        row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
+        if shift:
+            if cond:
+                self.open(f"if {cond}")
+            regs = [self.register(self.g.types[r.name].dtype) for _, r in staged]
+            self.open(f"for _qt in 0..{seg // K}")
+            scan_cols_shift.load(self, env, row_at, K, staged, bufs, shift)
+            scan_cols_shift.scan(self, env, row_at, pos_at, K, staged, bufs, regs,
+                                 lambda sc: f"_cseg{sc.k}[{T} * ({K} * _qt + _k) + _t:{T} * ({K} * _qt + _k) + _t + 1]")
+            self.line("sync @block")
+            self.close()
+            if cond:
+                self.close()
+                self.open("else")
         q = f"{seg} * _gs + _q"
         a = f"{self.S} - 1 - ({q})" if reverse else q
         at = f"{T} * _q + _t"
+        if shift and not cond:
+            self._chain_and_store(name, env, positions, seg, shift)
+            return self.finish()
         self.open(f"for _q in 0..{seg}")
         self.held = {}
         for sc in self.scans:
@@ -71,20 +97,55 @@ class ChainedText(KernelText):
                 self.line(step)
                 self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
         self.close()
+        if cond:
+            self.close()
+        self._chain_and_store(name, env, positions, seg, shift if cond else None, cond)
+        return self.finish()
+
+    def _chain_and_store(self, name: str, env: dict[int, str], positions: list[int], seg: int,
+                         shift: dict | None, cond: str = "") -> None:
+        """Every column's chain over the segments, then prefix (+) value of the segment stored: by the column's
+        own thread, or (shift) with the shifted lanes of each row (`cond`: the shift's size guard, the plain
+        stores otherwise); closes the kernel."""
+        T, c = self.T, self.n - 1
+        reverse = self.scans[0].p.reverse
         word = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs", env[c]])
         self.open(f"if {env[c]} < {self.extent(c)}")   # the same threads skip it in every block of their chain
         for sc in self.scans:
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _acc{sc.k}[0:1] over _gs via "
                       f"{status_ref(name, sc, word)}")
         self.close()
+        if shift:
+            if cond:
+                self.open(f"if {cond}")
+            for sc in self.scans:
+                self.line(f"copy _cpre{sc.k}[_t:_t + 1] <- _pre{sc.k}[0:1]")
+            self.line("sync @block")
+            pre = {sc.k: self.register(sc.acc) for sc in self.scans}
+            row_at = (lambda k: f"{self.S} - 1 - ({seg} * _gs + {k})") if reverse else (lambda k: f"{seg} * _gs + {k}")
+
+            def source(sc, p):
+                k = sc.k
+                self.line(f"copy _v{k}[0:1] <- _cseg{k}[{T} * _k + {p}:{T} * _k + {p} + 1]")
+                self.line(f"copy {pre[k]}[0:1] <- _cpre{k}[{p}:{p} + 1]")
+                self.line(f"_v{k}[0:1] = {sc.combine(f'{pre[k]}[0:1]', f'_v{k}[0:1]')}")
+                return f"_v{k}[0:1]"
+            scan_cols_shift.store(self, env, row_at, seg, source, shift)
+            if not cond:
+                self.close(1 + 1 + len(positions) + 1 + 1)
+                return
+            self.close()
+            self.open("else")
+        q = f"{seg} * _gs + _q"
+        a = f"{self.S} - 1 - ({q})" if reverse else q
+        at = f"{T} * _q + _t"
         self.open(f"for _q in 0..{seg}")
         for sc in self.scans:
             k = sc.k
             self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
             self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
             self.store(sc, env, a, f"_v{k}[0:1]")
-        self.close(1 + 1 + 1 + len(positions) + 1 + 1)
-        return self.finish()
+        self.close(1 + bool(shift) + 1 + 1 + len(positions) + 1 + 1)
 
     def chained(self, name: str, chunks: int, shift: dict | None = None) -> str:
         """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the

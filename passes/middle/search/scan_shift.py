@@ -39,10 +39,10 @@ def _start(index, shape, res: dict[str, int], unit: int, pos_of: dict[str, int])
     return {k: c for k, c in out.items() if c}
 
 
-def plan(g, scans, hints: dict[str, int]) -> dict | None:
-    """The shift of a row scan kernel over `scans` (the scan axis innermost): {"A", "residues", "start",
-    "S"}, or None where every row starts on a sector at the hinted sizes in both directions (or the outputs
-    disagree on where their rows start)."""
+def plan(g, scans, hints: dict[str, int], rows: bool = True) -> dict | None:
+    """The shift of a scan kernel over `scans`: {"A", "residues", "start", "S"}, or None where every row starts
+    on a sector at the hinted sizes (for a row scan, `rows`, in both directions) or the outputs disagree on where
+    their rows start. A column scan's skew is the row start's alone (the scan position among its terms)."""
     outs = [g.types[sc.s.target] for sc in scans]
     unit = SECTOR // min(t.dtype.nbytes for t in outs)
     syms: list[str] = []
@@ -51,7 +51,7 @@ def plan(g, scans, hints: dict[str, int]) -> dict | None:
             if isinstance(d, str) and d not in syms:
                 syms.append(d)
     S = scans[0].s.ranges[scans[0].p.axis]
-    reverse = any(sc.p.reverse for sc in scans)
+    reverse = rows and any(sc.p.reverse for sc in scans)
     if reverse and isinstance(S, str) and S not in syms:
         syms.append(S)
     res = {s: hint(s, hints) % unit for s in syms}

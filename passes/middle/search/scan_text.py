@@ -21,7 +21,7 @@ from gir import ir
 from gir.printer import format_const, format_expr
 from gir.scan import identity, scan_of
 from gir.passes.builtin.exprs import map_expr, refs, var_names
-from gir.passes.middle.search import scan_shift
+from gir.passes.middle.search import scan_cols_shift, scan_shift
 
 MAX_GRID = 3            # grid dimensions; further non-scan axes are walked by each thread
 VEC = 4                 # elements each thread scans serially per chunk (rows)
@@ -207,14 +207,21 @@ class KernelText:
         self.line(f"store {sc.s.target}[{', '.join(idx)}] <- _o{sc.k}[0:1] with mask")
 
     # ----------------------------------------------------------------- mappings
-    def columns(self, name: str) -> str:
-        """Every statement walks the scan axis in the same direction (the caller groups them so)."""
+    def columns(self, name: str, shift: dict | None = None, K: int = 0) -> str:
+        """Every statement walks the scan axis in the same direction (the caller groups them so). `shift`
+        (scan_shift.plan) with K rows per tile: under its size guard the axis is walked in tiles of rows read
+        and written with shifted lanes (scan_cols_shift.py)."""
         T, c = self.T, self.n - 1
         positions = [i for i in range(self.n) if i not in (self.pos, c)]
         reverse = self.scans[0].p.reverse
         self.open(f"kernel {name}")
         self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
         env = self.grid(positions[:MAX_GRID - 1])
+        if shift:
+            staged = scan_cols_shift.staged(self, shift)
+            bufs = scan_cols_shift.allocs(self, staged, K)
+            for sc in self.scans:
+                self.line(f"alloc _ys{sc.k}: {sc.acc.value}[{K * T}] @shared")
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_acc", 1),))
@@ -223,6 +230,29 @@ class KernelText:
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
         self.preload(self.scans, env)
+        cond = scan_shift.guards(shift) if shift else ""
+        if shift:
+            if cond:
+                self.open(f"if {cond}")
+            self.open(f"for _qt in 0..cdiv({self.S}, {K})")
+            pos_at = lambda k: f"{K} * _qt + {k}"   # noqa: E731
+            row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
+            regs = [self.register(self.g.types[r.name].dtype) for _, r in staged]
+            scan_cols_shift.load(self, env, row_at, K, staged, bufs, shift)
+            scan_cols_shift.scan(self, env, row_at, pos_at, K, staged, bufs, regs,
+                                 lambda sc: f"_ys{sc.k}[{T} * _k + _t:{T} * _k + _t + 1]")
+            self.line("sync @block")
+
+            def source(sc, p):
+                self.line(f"copy _v{sc.k}[0:1] <- _ys{sc.k}[{T} * _k + {p}:{T} * _k + {p} + 1]")
+                return f"_v{sc.k}[0:1]"
+            scan_cols_shift.store(self, env, row_at, K, source, shift)
+            self.close()
+            if not cond:
+                self.close(nrest + min(len(positions), MAX_GRID - 1) + 1 + 1 + 1)
+                return self.finish()
+            self.close()
+            self.open("else")
         self.open(f"for _q in 0..{self.S}")
         a = f"{self.S} - 1 - (_q)" if reverse else "_q"
         self.held = {}
@@ -236,7 +266,7 @@ class KernelText:
             else:
                 self.line(step)
                 self.store(sc, env, a, acc)
-        self.close(1 + nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
+        self.close(1 + bool(cond) + nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
         return self.finish()
 
     def rows(self, name: str, batch: int | None = None, R: int = 1, stash: int = 0, cache: int = 0,
