@@ -65,9 +65,22 @@ def _same_interval(a, b, n1, n2) -> str:
     return _any(opts)
 
 
+def _may_share_interval(a, b) -> bool:
+    """Whether _same_interval can hold at all (the structure alone: no common interval makes it false)."""
+    if a.seg == b.seg:
+        return True
+    common = [sl for sl in a.sync_loops if any(sl is s for s in b.sync_loops)]
+    if not common:
+        return False
+    last = common[-1]
+    return (a.seg == last.last and b.seg == last.first) or (b.seg == last.last and a.seg == last.first)
+
+
 def _race(ki, params, a, x, b, y) -> CheckDiagnostic | None:
     if a.phase != b.phase:
         return None   # a `sync @all` between them orders every task's instances
+    if not x.buf.level.off_chip and not _may_share_interval(a, b):
+        return None   # on-chip: the pair must lie between the same two barriers, and no interval holds both
     outer = (a.par_vars(*OUTER), b.par_vars(*OUTER))
     inner = (a.par_vars(*INNER), b.par_vars(*INNER))
     if len(outer[0]) != len(outer[1]) or len(inner[0]) != len(inner[1]):
