@@ -12,7 +12,8 @@ and a chunk of lanes), cyclic over the cores; each unit walks the scan axis s in
       acc = o[R-1]                                       # the carry into the next tile
       store y[.., s0:s0 + R, .., l0:l0 + W] <- o
     }
-    (the S % R tail tile with its exact size, after the loop)
+    (the S % R tail tile with its exact size, after the loop; `rows`, a tail of 3/4 of a tile or more: one more
+     whole tile in the loop instead, ending at the row's end, overlapping the tile before)
 
 Two layouts, by where s lies:
 - `cols` (s is not the last axis): lanes are the last axis, the tile is [R scan rows, W lanes]: every scan step is
@@ -136,6 +137,7 @@ class _Kernel:
         self.refs: dict[str, tuple] = {}       # tensor name -> (kind, vars)
         self.loaded: set[str] = set()          # tiles loaded / stored in the pipelined loop (pipeline slots)
         self.stored: set[str] = set()
+        self.carry_row = None   # lanes(): the row a tile's carry comes from, when not its last (scan_steps.py)
         p = plan
         for x in walk(p.scan.arg):
             if isinstance(x, ir.Ref):
@@ -334,10 +336,11 @@ class _Kernel:
         p = self.p
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
         units = -(-p.W * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN)
+        carry = self.carry_row
         if doubling_pays(ns, units, p.dense, p.scan.exclusive):
             h = self.alloc("hs_", p.cdt, self.allocs[e].type.shape)
-            return doubling_steps(p.scan, e, h, o, ns, nl, acc)
-        return serial_steps(p.scan, e, o, ns, nl, acc), o
+            return doubling_steps(p.scan, e, h, o, ns, nl, acc, carry)
+        return serial_steps(p.scan, e, o, ns, nl, acc, carry), o
 
     # ------------------------------------------------------------ units
     def lanes(self, l0, nl: int) -> list:
@@ -352,6 +355,21 @@ class _Kernel:
         ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
+        if full and 4 * tail >= 3 * p.R and p.layout == "rows":
+            # a long tail: one more whole tile inside the pipelined loop, moved back to end at the row's end (it
+            # overlaps the tile before by R - tail positions, recomputed equal and stored again); tile full - 1
+            # hands on its carry at the position before that tile (`carry_row`), the others their last row
+            last = B.c(p.S - p.R)
+            s0 = ir.Call("max", (ir.BinOp("-", last, B.mul(k, p.R)), B.c(0))) if p.scan.reverse else \
+                ir.Call("min", (B.mul(k, p.R), last))
+            at_tail = ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(k, 2 - full)))))   # 1 from k = full - 1
+            if p.scan.reverse:   # the inclusive value at position R: row R - tail of tile full - 1
+                self.carry_row = B.mul(at_tail, p.R - tail)
+            else:                # at position S - R - 1: row tail - 1
+                self.carry_row = ir.BinOp("-", B.c(p.R - 1), B.mul(at_tail, p.R - tail))
+            body.append(ir.For("k_", B.c(0), B.c(full + 1), tuple(self.tile(s0, p.R, l0, nl, "tile"))))
+            self.carry_row = None
+            return body
         if full:
             body.append(ir.For("k_", B.c(0), B.c(full), tuple(self.tile(s0, p.R, l0, nl, "tile"))))
         if tail:

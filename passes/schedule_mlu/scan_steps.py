@@ -51,8 +51,9 @@ def doubling_pays(ns: int, units_per_row: int, dense: bool, exclusive: bool, op_
     return doubling < serial
 
 
-def serial_steps(scan, e: str, o: str, ns: int, nl: int, acc: ir.Ref) -> list:
-    """One row op per scan row, `e` into `o` (they may be the same tile for inclusive scans)."""
+def serial_steps(scan, e: str, o: str, ns: int, nl: int, acc: ir.Ref, carry=None) -> list:
+    """One row op per scan row, `e` into `o` (they may be the same tile for inclusive scans). `carry`: the row
+    whose inclusive value the carry takes (an index expression; default the last row walked)."""
     op = OPS[scan.op]
     last = ns - 1
     first, end = (last, 0) if scan.reverse else (0, last)
@@ -63,17 +64,18 @@ def serial_steps(scan, e: str, o: str, ns: int, nl: int, acc: ir.Ref) -> list:
     if scan.exclusive:
         steps.append(ir.Assign(_row(o, first, nl), acc))
         body = ir.Assign(_row(o, cur, nl), comb(op, _row(o, prev, nl), _row(e, prev, nl)))
-        tail = ir.Assign(acc, comb(op, _row(o, end, nl), _row(e, end, nl)))
+        at = end if carry is None else carry
+        tail = ir.Assign(acc, comb(op, _row(o, at, nl), _row(e, at, nl)))
     else:
         steps.append(ir.Assign(_row(o, first, nl), comb(op, acc, _row(e, first, nl))))
         body = ir.Assign(_row(o, cur, nl), comb(op, _row(o, prev, nl), _row(e, cur, nl)))
-        tail = ir.Assign(acc, _row(o, end, nl))
+        tail = ir.Assign(acc, _row(o, end if carry is None else carry, nl))
     if ns > 1:
         steps.append(ir.For("q_", B.c(0), B.c(ns - 1), (body,)))
     return steps + [tail]
 
 
-def doubling_steps(scan, e: str, h: str, o: str, ns: int, nl: int, acc: ir.Ref) -> tuple[list, str]:
+def doubling_steps(scan, e: str, h: str, o: str, ns: int, nl: int, acc: ir.Ref, carry=None) -> tuple[list, str]:
     """Hillis-Steele over the rows of `e` (overwritten), ping-ponging with `h`. Returns (steps, the tile holding
     the result): `o` for exclusive scans (a tile other than `e` and `h`), else `e` or `h` by the parity of the
     number of steps (the caller stores from it)."""
@@ -96,11 +98,12 @@ def doubling_steps(scan, e: str, h: str, o: str, ns: int, nl: int, acc: ir.Ref) 
             steps.append(ir.Assign(_rows(nxt, d, ns - d, nl), comb(op, _rows(cur, d, ns - d, nl),
                                                                    _rows(cur, 0, ns - d, nl))))
         cur, nxt, d = nxt, cur, d * 2
+    at = end if carry is None else carry   # (the carry's row: serial_steps)
     if not scan.exclusive:
-        return steps + [ir.Assign(acc, _row(cur, end, nl))], cur
+        return steps + [ir.Assign(acc, _row(cur, at, nl))], cur
     steps.append(ir.Assign(_row(o, first, nl), acc))
     if rev:
         steps.append(ir.Assign(_rows(o, 0, ns - 1, nl), _rows(cur, 1, ns - 1, nl)))
     else:
         steps.append(ir.Assign(_rows(o, 1, ns - 1, nl), _rows(cur, 0, ns - 1, nl)))
-    return steps + [ir.Assign(acc, _row(cur, end, nl))], o
+    return steps + [ir.Assign(acc, _row(cur, at, nl))], o

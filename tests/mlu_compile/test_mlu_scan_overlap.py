@@ -1,0 +1,54 @@
+"""Row scans whose length leaves a long tail tile (passes/schedule_mlu/scan.py `_Kernel.lanes`): the tail ran
+after the pipelined loop, its load, compute and store in sequence (2048 x 2039 along the last axis: tiles of 512
+and a tail of 503, 1.217x the DMA roofline f32, 1.631x f16). A tail of 3/4 of a tile or more is now one more
+whole tile inside the loop, ending at the row's end and overlapping the tile before; the tile before hands on
+its carry from the row before the overlap. Values against numpy for every op and form and three element types
+at sizes that take the overlap (and one that does not), the simulated time at 2048 x 2039."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gir import ir
+from gir.codegen.mlu.report import compulsory_bytes
+from gir.parser import parse_text
+from gir.targets.mlu.run import run_func
+from gir.verdict import compare
+
+from tests.mlu_compile.test_mlu_scan import FORMS, _inputs, _reference
+
+
+def _source(op: str, t: str, exclusive: int, reverse: int, weighted: bool = True) -> str:
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    e = "1.0 + x[i, j] * 0.001" if op == "cumprod" and t != "i32" else "x[i, j]"
+    if weighted:
+        e = f"({e}) * w[j]"
+    return f"func f(x: {t}[M, N], w: {t}[N]) -> (y: {t}[M, N]) {{\n  y[i, j] = {op}({e}, j{flags})\n}}\n"
+
+
+@pytest.mark.parametrize("sizes", [{"M": 70, "N": 1000}, {"M": 5, "N": 1531}, {"M": 33, "N": 700}])
+@pytest.mark.parametrize("t", ["f32", "f16", "i32"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin"])
+@pytest.mark.parametrize("exclusive,reverse", FORMS)
+def test_values_with_the_overlapping_last_tile(sizes, t, op, exclusive, reverse):
+    f = parse_text(_source(op, t, exclusive, reverse)).funcs[0]
+    rng = np.random.default_rng(sizes["N"])
+    shape = (sizes["M"], sizes["N"])
+    x, w = _inputs(t, shape, rng, op), _inputs(t, shape[1:], rng, op)
+    if t == "i32":
+        x, w = (np.where(np.abs(a) > 1, 1, a).astype(np.int32) if op == "cumprod" else a for a in (x, w))
+    got = run_func(f, {"x": x, "w": w}, sizes).outputs["y"]
+    wide = np.int32 if t == "i32" else np.float64
+    e = x.astype(wide)
+    if op == "cumprod" and t != "i32":
+        e = 1.0 + e * 0.001
+    want = _reference(op, e * w.astype(wide), 1, exclusive, reverse, t)
+    assert compare(got, want, ir.DType(t)).passed, (sizes, t, op, exclusive, reverse)
+
+
+@pytest.mark.parametrize("t,bound,before", [("f32", 1.12, 1.217), ("f16", 1.42, 1.631)])
+def test_time_of_rows_with_a_long_tail(t, bound, before):
+    f = parse_text(_source("cumsum", t, 0, 0, weighted=False).replace(", w: " + t + "[N]", "")).funcs[0]
+    sizes = {"M": 2048, "N": 2039}
+    res = run_func(f, None, sizes, values=False)
+    assert res.stats["seconds"] / (compulsory_bytes(f, sizes) / 307e9) < bound < before
