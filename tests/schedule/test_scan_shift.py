@@ -153,3 +153,51 @@ def test_operands_invariant_along_the_scan_are_read_once(src, sizes, bound):
     func, f = _lower(src, sizes)
     res = run_func(f, random_inputs(func, sizes, np.random.default_rng(0)), sizes, check_races=False)
     assert _ratio(res, func, sizes) <= bound
+
+
+def _chained(f) -> bool:
+    from gir.walk import walk_stmts
+    return any(isinstance(s, ir.Chain) for k in f.kernels for s in walk_stmts(k.body))
+
+
+def test_operand_of_another_shape_is_not_staged():
+    """x's pitch holds a size the guard does not fix (B x M x N read at [0, i, j]): loaded as in the plain
+    kernel, not staged (it raised a KeyError)."""
+    src = "func f(x: f32[B, M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[0, i, j], i)\n}\n"
+    sizes = {"B": 2, "M": 37, "N": 131}
+    func, f = _lower(src, sizes)
+    assert _shifted(f)
+    _check_values(func, f, sizes, seed=1)
+
+
+def test_staging_that_does_not_fit_keeps_the_chained_plan():
+    """Four f64 operands: no staging tile fits beside a segment; the chained kernel stays (it had become one
+    thread per column walking 20,011 positions)."""
+    src = ("func f(x: f64[M, N], y: f64[M, N], z: f64[M, N], u: f64[M, N]) -> (a: f64[M, N], b: f64[M, N]) {\n"
+           "  a[i, j] = cumsum(x[i, j] * y[i, j], i)\n  b[i, j] = cummax(x[i, j] * z[i, j] + u[i, j], i)\n}\n")
+    _, f = _lower(src, {"M": 20011, "N": 37})
+    assert _chained(f)
+
+
+@pytest.mark.parametrize("src,sizes", [
+    # three operands along the row that start on a sector against x and c: shifting misaligns more than it aligns
+    ("func f(x: f32[M, N], w: f32[N], u: f32[N], z: f32[N]) -> (c: f32[M, N]) {\n"
+     "  c[i, j] = cumsum(x[i, j] * w[j] + u[j] * z[j], j)\n}\n", {"M": 4, "N": 2039}),
+    # one column, rows of 2 bytes: nothing to align
+    ("func f(x: f16[M, N]) -> (c: f16[M, N]) {\n  c[i, j] = cumsum(x[i, j], i)\n}\n", {"M": 2001, "N": 1}),
+    # rows a warp access covers
+    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cummax(x[i, j], j, exclusive=1)\n}\n",
+     {"M": 300, "N": 27}),
+])
+def test_kernels_that_shifting_would_not_help_stay_plain(src, sizes):
+    func, f = _lower(src, sizes)
+    assert not _shifted(f)
+    _check_values(func, f, sizes, seed=2)
+
+
+def test_constant_sizes_take_the_shifted_body_without_a_guard():
+    src = "func f(x: f32[300, 1031]) -> (c: f32[300, 1031]) {\n  c[i, j] = cumsum(x[i, j], j, reverse=1)\n}\n"
+    func, f = _lower(src, {})
+    text = format_func(f)
+    assert "for _s in" in text and "if true" not in text and " % 8 == " not in text
+    _check_values(func, f, {}, seed=3)

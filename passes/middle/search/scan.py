@@ -190,7 +190,7 @@ def _column_chain_plan(ways: list, slices: int, extent: int, threads: int, cols:
     widest = threads
     while threads > m.warp and MAX_SEG * threads * per_col > m.smem_per_block_default - SHARED_SLACK:
         threads //= 2      # narrower blocks keep long segments
-    L = fit(threads)
+    L = fit(threads) if not stage else 0
     if stage:
         options = []
         T = threads
@@ -201,6 +201,8 @@ def _column_chain_plan(ways: list, slices: int, extent: int, threads: int, cols:
         if options:
             threads = min(options)[2]
             L = fit(threads)
+        else:        # no staging tile fits beside a segment: the plan of unshifted rows (not staged)
+            return _column_chain_plan(ways, slices, extent, widest, cols, others, m)
     if not L:
         return "a segment does not fit shared memory"
     if extent <= L:
@@ -275,7 +277,7 @@ def _column_stage(g, ways: list, threads: int, hints: dict[str, int], per_elem: 
     staged = max(sum(g.types[r.name].dtype.nbytes for _, r in scan_cols_shift.staged(KernelText(g, w, threads), sh))
                  for w, sh in zip(ways, shs))
     out = min(g.types[x.s.target].dtype.nbytes for w in ways for x in w)
-    return {"A": shs[0]["A"], "staged": staged, "out": out, "bytes": per_elem}
+    return {"A": max(sh["A"] for sh in shs), "staged": staged, "out": out, "bytes": per_elem}
 
 
 def _column_shift(g, scans: list[ScanStmt], threads: int, used: int, hints: dict[str, int], m) -> tuple:

@@ -62,6 +62,8 @@ class ChainedText(KernelText):
         pos_at = lambda k: f"{seg} * _gs + {K} * _qt + {k}"   # noqa: E731
         row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
         if shift:
+            for sc in self.scans:   # (threads past the columns pass their identity to the storing lanes)
+                self.line(f"_pre{sc.k}[0:1] = {sc.ident}")
             if cond:
                 self.open(f"if {cond}")
             regs = [self.register(self.g.types[r.name].dtype) for _, r in staged]

@@ -29,6 +29,8 @@ def _start(index, shape, res: dict[str, int], unit: int, pos_of: dict[str, int])
     for k, idx in enumerate(index[:-1]):
         p = 1
         for d in shape[k + 1:]:
+            if not isinstance(d, int) and d not in res:
+                return None   # a pitch size the guard does not fix
             p = p * (d if isinstance(d, int) else res[d]) % unit
         a = to_affine(idx)
         if a is None or any(v not in pos_of for v in a.coeffs):
@@ -39,12 +41,25 @@ def _start(index, shape, res: dict[str, int], unit: int, pos_of: dict[str, int])
     return {k: c for k, c in out.items() if c}
 
 
+def _laid_out(g, scans, outs) -> list:
+    """(statement, reference) of the operands of the outputs' shape (shifted with them)."""
+    return [(sc, r) for sc, t in zip(scans, outs) for r in sc.refs if tuple(g.types[r.name].shape) == tuple(t.shape)]
+
+
 def plan(g, scans, hints: dict[str, int], rows: bool = True) -> dict | None:
     """The shift of a scan kernel over `scans`: {"A", "residues", "start", "S"}, or None where every row starts
     on a sector at the hinted sizes (for a row scan, `rows`, in both directions) or the outputs disagree on where
-    their rows start. A column scan's skew is the row start's alone (the scan position among its terms)."""
+    their rows start. A column scan's skew is the row start's alone (the scan position among its terms). A is
+    the elements per sector of the narrowest output or operand of the outputs' shape. A row scan is shifted only
+    where the bytes it aligns (outputs, operands whose rows start where theirs do) outweigh those it misaligns
+    (operands along the row whose rows all start on a sector: `w[j]`), and over rows longer than a warp's 32 lanes;
+    a column scan only over 32 columns or more (a row of fewer is a sector or two: the tiles would cost more than
+    they save)."""
     outs = [g.types[sc.s.target] for sc in scans]
-    unit = SECTOR // min(t.dtype.nbytes for t in outs)
+    laid = _laid_out(g, scans, outs)
+    unit = SECTOR // min([t.dtype.nbytes for t in outs] + [g.types[r.name].dtype.nbytes for _, r in laid])
+    if hint(outs[0].shape[-1], hints) < 32 or (rows and hint(scans[0].s.ranges[scans[0].p.axis], hints) <= 32):
+        return None   # (a row one warp access covers costs the same sectors however its lanes are placed)
     syms: list[str] = []
     for t in outs:
         for d in t.shape[1:]:
@@ -64,11 +79,31 @@ def plan(g, scans, hints: dict[str, int], rows: bool = True) -> dict | None:
     s_res = (S if isinstance(S, int) else res[S]) % unit if reverse else 0
     if not starts[0] and not (reverse and s_res):
         return None
+    if rows and _misaligns(g, scans, outs, res, unit, starts[0]):
+        return None
     return {"A": unit, "residues": tuple(sorted(res.items())), "start": starts[0], "S": s_res}
 
 
+def _misaligns(g, scans, outs, res: dict, unit: int, start: dict) -> bool:
+    """Whether shifting a row scan's lanes misaligns more operand bytes per position than it aligns."""
+    gained = sum(t.dtype.nbytes for t in outs)
+    lost = 0
+    for sc in scans:
+        pos_of = {v: i for i, v in enumerate(sc.s.out_vars)}
+        for r in sc.refs:
+            if not r.index or r.index[-1] != ir.Var(sc.p.axis):
+                continue
+            st = _start(r.index, g.types[r.name].shape, res, unit, pos_of)
+            if st == start:
+                gained += g.types[r.name].dtype.nbytes
+            elif st == {}:
+                lost += g.types[r.name].dtype.nbytes
+    return lost >= gained
+
+
 def guards(sh: dict) -> str:
-    return " and ".join(f"{s} % {sh['A']} == {r}" for s, r in sh["residues"]) or "true"
+    """The size guard of the shifted body ("": none, every size takes it)."""
+    return " and ".join(f"{s} % {sh['A']} == {r}" for s, r in sh["residues"])
 
 
 def skew(sh: dict, env: dict[int, str], reverse: bool) -> str:
