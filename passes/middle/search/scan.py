@@ -290,8 +290,7 @@ def _column_shift(g, scans: list[ScanStmt], threads: int, used: int, hints: dict
     probe = KernelText(g, scans, threads)
     staged = scan_cols_shift.staged(probe, sh)
     extra = 0 if used else sum(x.acc.nbytes for x in scans)
-    K = scan_cols_shift.tile_rows(threads, extra, m.smem_per_block_default - SHARED_SLACK - used, scans, staged,
-                                  g.types)
+    K = scan_cols_shift.tile_rows(threads, extra, m.smem_per_block_default - SHARED_SLACK - used, staged, g.types)
     return (sh, K) if K else (None, 0)
 
 

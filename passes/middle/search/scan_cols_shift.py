@@ -44,7 +44,7 @@ def staged(kt, shift: dict) -> list:
     return out
 
 
-def tile_rows(T: int, extra: int, smem: int, scans, refs: list, types) -> int:
+def tile_rows(T: int, extra: int, smem: int, refs: list, types) -> int:
     """Rows per tile: the largest power of two up to TILE whose staged operands (and `extra` bytes per tile
     position and column: the plain kernel's running values) fit `smem` bytes; 0 when one row does not."""
     per = sum(types[r.name].dtype.nbytes for _, r in refs) + extra
