@@ -355,18 +355,8 @@ class _Kernel:
         ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
-        if full and 4 * tail >= 3 * p.R and p.layout == "rows":
-            # a long tail: one more whole tile inside the pipelined loop, moved back to end at the row's end (it
-            # overlaps the tile before by R - tail positions, recomputed equal and stored again); tile full - 1
-            # hands on its carry at the position before that tile (`carry_row`), the others their last row
-            last = B.c(p.S - p.R)
-            s0 = ir.Call("max", (ir.BinOp("-", last, B.mul(k, p.R)), B.c(0))) if p.scan.reverse else \
-                ir.Call("min", (B.mul(k, p.R), last))
-            at_tail = ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(k, 2 - full)))))   # 1 from k = full - 1
-            if p.scan.reverse:   # the inclusive value at position R: row R - tail of tile full - 1
-                self.carry_row = B.mul(at_tail, p.R - tail)
-            else:                # at position S - R - 1: row tail - 1
-                self.carry_row = ir.BinOp("-", B.c(p.R - 1), B.mul(at_tail, p.R - tail))
+        if overlaps(p):
+            s0, self.carry_row = overlap_walk(p, k)
             body.append(ir.For("k_", B.c(0), B.c(full + 1), tuple(self.tile(s0, p.R, l0, nl, "tile"))))
             self.carry_row = None
             return body
@@ -396,6 +386,27 @@ class _Kernel:
             b = L.phys_elems(a.type.shape) * L.device_nbytes(a.type.dtype) * slots
             total += L.round_up(b, L.VECTOR_ALIGN)
         return total
+
+
+def overlaps(p: _Plan) -> bool:
+    """Whether the walk ends with a whole tile overlapping the one before instead of its tail (module docstring):
+    the transposed layout, a tail of 3/4 of a tile or more."""
+    return p.layout == "rows" and p.S >= p.R and 4 * (p.S % p.R) >= 3 * p.R
+
+
+def overlap_walk(p: _Plan, k: ir.Var) -> tuple:
+    """(tile k's scan offset, the row tile k's carry comes from) of the walk of S // R + 1 whole tiles, the last
+    moved back to end at the row's end (it overlaps the tile before by R - tail positions, recomputed equal and
+    stored again): tile full - 1 hands on its carry at the position before the last tile, the others their last
+    row walked."""
+    full, tail = p.S // p.R, p.S % p.R
+    last = B.c(p.S - p.R)
+    s0 = ir.Call("max", (ir.BinOp("-", last, B.mul(k, p.R)), B.c(0))) if p.scan.reverse else \
+        ir.Call("min", (B.mul(k, p.R), last))
+    at_tail = ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(k, 2 - full)))))   # 1 from k = full - 1
+    if p.scan.reverse:   # the inclusive value at position R: row R - tail of tile full - 1
+        return s0, B.mul(at_tail, p.R - tail)
+    return s0, ir.BinOp("-", B.c(p.R - 1), B.mul(at_tail, p.R - tail))   # at position S - R - 1: row tail - 1
 
 
 def raw_operand(scan, types: dict, cdt: ir.DType) -> str | None:

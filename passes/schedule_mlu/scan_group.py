@@ -27,7 +27,8 @@ from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import COL, FLOATS, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan, overlap_walk,
+                                          overlaps)
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
@@ -170,6 +171,11 @@ class _Group(_Kernel, SramKeep):
         if not fwd or not rev:   # one walk, in the members' direction (scan.py's)
             s0, ts0 = (ir.BinOp("-", B.c(p.S - R), B.mul(k, R)), B.c(0)) if rev else (B.mul(k, R), B.c(p.S - tail))
             self.active = set(self.refs)
+            if overlaps(p):      # (every member walks the same way: one carry row for all)
+                s0, self.carry_row = overlap_walk(p, k)
+                body.append(ir.For("k_", B.c(0), B.c(full + 1), tuple(self.tile_all(s0, R, l0, nl, fwd or rev))))
+                self.carry_row = None
+                return body
             if full:
                 body.append(ir.For("k_", B.c(0), B.c(full), tuple(self.tile_all(s0, R, l0, nl, fwd or rev))))
             if tail:
