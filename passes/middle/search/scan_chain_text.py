@@ -58,14 +58,13 @@ class ChainedText(KernelText):
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
         self.preload(self.scans, env)
-        cond = scan_shift.guards(shift) if shift else ""
-        pos_at = lambda k: f"{seg} * _gs + {K} * _qt + {k}"   # noqa: E731
-        row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
         if shift:
             for sc in self.scans:   # (threads past the columns pass their identity to the storing lanes)
                 self.line(f"_pre{sc.k}[0:1] = {sc.ident}")
-            if cond:
-                self.open(f"if {cond}")
+
+        def tiles() -> None:
+            pos_at = lambda k: f"{seg} * _gs + {K} * _qt + {k}"   # noqa: E731
+            row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
             regs = [self.register(self.g.types[r.name].dtype) for _, r in staged]
             self.open(f"for _qt in 0..{seg // K}")
             scan_cols_shift.load(self, env, row_at, K, staged, bufs, shift)
@@ -73,42 +72,34 @@ class ChainedText(KernelText):
                                  lambda sc: f"_cseg{sc.k}[{T} * ({K} * _qt + _k) + _t:{T} * ({K} * _qt + _k) + _t + 1]")
             self.line("sync @block")
             self.close()
-            if cond:
-                self.close()
-                self.open("else")
-        q = f"{seg} * _gs + _q"
-        a = f"{self.S} - 1 - ({q})" if reverse else q
-        at = f"{T} * _q + _t"
-        if shift and not cond:
-            self._chain_and_store(name, env, positions, seg, shift)
-            return self.finish()
-        self.open(f"for _q in 0..{seg}")
-        self.held = {}
-        for sc in self.scans:
-            self.value(sc, env, a)
-        self.open(f"if {q} >= {self.S}")
-        for sc in self.scans:
-            self.line(f"_v{sc.k}[0:1] = {sc.ident}")
-        self.close()
-        for sc in self.scans:
-            acc, step = f"_acc{sc.k}[0:1]", f"_acc{sc.k}[0:1] = {sc.combine(f'_acc{sc.k}[0:1]', f'_v{sc.k}[0:1]')}"
-            if sc.p.exclusive:
-                self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
-                self.line(step)
-            else:
-                self.line(step)
-                self.line(f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}")
-        self.close()
-        if cond:
+
+        def walk() -> None:
+            q = f"{seg} * _gs + _q"
+            a = f"{self.S} - 1 - ({q})" if reverse else q
+            at = f"{T} * _q + _t"
+            self.open(f"for _q in 0..{seg}")
+            self.held = {}
+            for sc in self.scans:
+                self.value(sc, env, a)
+            self.open(f"if {q} >= {self.S}")
+            for sc in self.scans:
+                self.line(f"_v{sc.k}[0:1] = {sc.ident}")
             self.close()
-        self._chain_and_store(name, env, positions, seg, shift if cond else None, cond)
+            for sc in self.scans:
+                acc = f"_acc{sc.k}[0:1]"
+                step = f"{acc} = {sc.combine(acc, f'_v{sc.k}[0:1]')}"
+                put = f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}"
+                for ln in ((put, step) if sc.p.exclusive else (step, put)):
+                    self.line(ln)
+            self.close()
+        self.guarded(shift, tiles, walk)
+        self._chain_and_store(name, env, positions, seg, shift)
         return self.finish()
 
     def _chain_and_store(self, name: str, env: dict[int, str], positions: list[int], seg: int,
-                         shift: dict | None, cond: str = "") -> None:
+                         shift: dict | None) -> None:
         """Every column's chain over the segments, then prefix (+) value of the segment stored: by the column's
-        own thread, or (shift) with the shifted lanes of each row (`cond`: the shift's size guard, the plain
-        stores otherwise); closes the kernel."""
+        own thread, or (shift, under its size guard) with the shifted lanes of each row; closes the kernel."""
         T, c = self.T, self.n - 1
         reverse = self.scans[0].p.reverse
         word = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs", env[c]])
@@ -117,9 +108,8 @@ class ChainedText(KernelText):
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _acc{sc.k}[0:1] over _gs via "
                       f"{status_ref(name, sc, word)}")
         self.close()
-        if shift:
-            if cond:
-                self.open(f"if {cond}")
+
+        def shifted() -> None:
             for sc in self.scans:
                 self.line(f"copy _cpre{sc.k}[_t:_t + 1] <- _pre{sc.k}[0:1]")
             self.line("sync @block")
@@ -133,21 +123,20 @@ class ChainedText(KernelText):
                 self.line(f"_v{k}[0:1] = {sc.combine(f'{pre[k]}[0:1]', f'_v{k}[0:1]')}")
                 return f"_v{k}[0:1]"
             scan_cols_shift.store(self, env, row_at, seg, source, shift)
-            if not cond:
-                self.close(1 + 1 + len(positions) + 1 + 1)
-                return
+
+        def plain() -> None:
+            q = f"{seg} * _gs + _q"
+            a = f"{self.S} - 1 - ({q})" if reverse else q
+            at = f"{T} * _q + _t"
+            self.open(f"for _q in 0..{seg}")
+            for sc in self.scans:
+                k = sc.k
+                self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
+                self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
+                self.store(sc, env, a, f"_v{k}[0:1]")
             self.close()
-            self.open("else")
-        q = f"{seg} * _gs + _q"
-        a = f"{self.S} - 1 - ({q})" if reverse else q
-        at = f"{T} * _q + _t"
-        self.open(f"for _q in 0..{seg}")
-        for sc in self.scans:
-            k = sc.k
-            self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
-            self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
-            self.store(sc, env, a, f"_v{k}[0:1]")
-        self.close(1 + bool(shift) + 1 + 1 + len(positions) + 1 + 1)
+        self.guarded(shift, shifted, plain)
+        self.close(1 + 1 + len(positions) + 1 + 1)
 
     def chained(self, name: str, chunks: int, shift: dict | None = None) -> str:
         """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the
@@ -184,20 +173,12 @@ class ChainedText(KernelText):
 
     def _variants(self, shift: dict | None, env: dict[int, str], body) -> None:
         """body(shift) under the shift's size guard and its skew loop, body(None) otherwise."""
-        cond = scan_shift.guards(shift) if shift else ""
-        if shift:
-            if cond:
-                self.open(f"if {cond}")
+        def skewed() -> None:
             sk = scan_shift.skew(shift, env, self.scans[0].p.reverse)
             self.open(f"for _s in {sk}..{sk} + 1")
             body(shift)
-            self.close(2 if cond else 1)
-            if not cond:
-                return
-            self.open("else")
-        body(None)
-        if shift:
             self.close()
+        self.guarded(shift, skewed, lambda: body(None))
 
     def _chained_stores(self, env: dict[int, str], chunks: int, shift: dict | None) -> None:
         """Prefix (+) segment value of every slot of the block's segment, stored."""

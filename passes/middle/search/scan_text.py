@@ -168,6 +168,20 @@ class KernelText:
         v = map_expr(sc.p.arg, lambda x: ir.Var(names[x]) if isinstance(x, ir.Ref) else x)
         self.line(f"_v{sc.k}[0:1] = {format_expr(map_expr(v, self.at(sc, env, a)))}")
 
+    def guarded(self, shift: dict | None, shifted, plain) -> None:
+        """shifted() under the shift's size guard, plain() in its else branch; shifted() alone where the guard is
+        empty (constant sizes), plain() alone without a shift."""
+        cond = scan_shift.guards(shift) if shift else ""
+        if not shift or not cond:
+            (shifted if shift else plain)()
+            return
+        self.open(f"if {cond}")
+        shifted()
+        self.close()
+        self.open("else")
+        plain()
+        self.close()
+
     def preload(self, group: list[ScanStmt], env: dict[int, str]) -> None:
         """Operands that do not depend on the scan axis (`w[j]` in a scan down the columns, `v[i]` along the
         rows): loaded once before the walk into registers value() reads at every position."""
@@ -230,10 +244,8 @@ class KernelText:
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
         self.preload(self.scans, env)
-        cond = scan_shift.guards(shift) if shift else ""
-        if shift:
-            if cond:
-                self.open(f"if {cond}")
+
+        def tiles() -> None:
             self.open(f"for _qt in 0..cdiv({self.S}, {K})")
             pos_at = lambda k: f"{K} * _qt + {k}"   # noqa: E731
             row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
@@ -248,25 +260,25 @@ class KernelText:
                 return f"_v{sc.k}[0:1]"
             scan_cols_shift.store(self, env, row_at, K, source, shift)
             self.close()
-            if not cond:
-                self.close(nrest + min(len(positions), MAX_GRID - 1) + 1 + 1 + 1)
-                return self.finish()
+
+        def walk() -> None:
+            self.open(f"for _q in 0..{self.S}")
+            a = f"{self.S} - 1 - (_q)" if reverse else "_q"
+            self.held = {}
+            for sc in self.scans:
+                self.value(sc, env, a)
+            for sc in self.scans:
+                acc = f"_acc{sc.k}[0:1]"
+                step = f"{acc} = {sc.combine(acc, f'_v{sc.k}[0:1]')}"
+                if sc.p.exclusive:
+                    self.store(sc, env, a, acc)
+                    self.line(step)
+                else:
+                    self.line(step)
+                    self.store(sc, env, a, acc)
             self.close()
-            self.open("else")
-        self.open(f"for _q in 0..{self.S}")
-        a = f"{self.S} - 1 - (_q)" if reverse else "_q"
-        self.held = {}
-        for sc in self.scans:
-            self.value(sc, env, a)
-        for sc in self.scans:
-            acc, step = f"_acc{sc.k}[0:1]", f"_acc{sc.k}[0:1] = {sc.combine(f'_acc{sc.k}[0:1]', f'_v{sc.k}[0:1]')}"
-            if sc.p.exclusive:
-                self.store(sc, env, a, acc)
-                self.line(step)
-            else:
-                self.line(step)
-                self.store(sc, env, a, acc)
-        self.close(1 + bool(cond) + nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
+        self.guarded(shift, tiles, walk)
+        self.close(nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
         return self.finish()
 
     def rows(self, name: str, batch: int | None = None, R: int = 1, stash: int = 0, cache: int = 0,
@@ -303,24 +315,13 @@ class KernelText:
         nrest = self.walk_rest(positions, env)
         if self.batch is not None:
             self.open(f"for _rr in 0..{R}")
-        variants = [shift, None] if shift else [None]
-        cond = scan_shift.guards(shift) if shift else ""
-        for sh in variants:
-            if shift and cond:
-                if sh:
-                    self.open(f"if {cond}")
-                else:
-                    self.close()
-                    self.open("else")
-            elif not sh and shift:
-                break          # no size guard: every size takes the shifted body
+        def passes(sh: dict | None) -> None:
             if fwd and rev:
                 self.row_pass(fwd, env, False, held, out=stashed, cap=stash, shift=sh)
                 self.row_pass(rev, env, True, held, into=stashed, cap=stash, shift=sh)
             else:
                 self.row_pass(self.scans, env, bool(rev), held, shift=sh)
-        if shift and cond:
-            self.close()
+        self.guarded(shift, lambda: passes(shift), lambda: passes(None))
         if self.batch is not None:
             self.close()
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
