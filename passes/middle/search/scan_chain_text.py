@@ -81,16 +81,7 @@ class ChainedText(KernelText):
             self.held = {}
             for sc in self.scans:
                 self.value(sc, env, a)
-            self.open(f"if {q} >= {self.S}")
-            for sc in self.scans:
-                self.line(f"_v{sc.k}[0:1] = {sc.ident}")
-            self.close()
-            for sc in self.scans:
-                acc = f"_acc{sc.k}[0:1]"
-                step = f"{acc} = {sc.combine(acc, f'_v{sc.k}[0:1]')}"
-                put = f"copy _cseg{sc.k}[{at}:{at} + 1] <- {acc}"
-                for ln in ((put, step) if sc.p.exclusive else (step, put)):
-                    self.line(ln)
+            self.accumulate(q, lambda sc: f"_cseg{sc.k}[{at}:{at} + 1]")
             self.close()
         self.guarded(shift, tiles, walk)
         self._chain_and_store(name, env, positions, seg, shift)

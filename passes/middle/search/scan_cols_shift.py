@@ -108,16 +108,7 @@ def scan(kt, env: dict[int, str], row_at, pos_at, K: int, refs: list, bufs: list
     for sc in kt.scans:
         kt.value(sc, env, a)
     kt.fixed = outer
-    kt.open(f"if {pos_at('_k')} >= {kt.S}")
-    for sc in kt.scans:
-        kt.line(f"_v{sc.k}[0:1] = {sc.ident}")
-    kt.close()
-    for sc in kt.scans:
-        acc = f"_acc{sc.k}[0:1]"
-        step = f"{acc} = {sc.combine(acc, f'_v{sc.k}[0:1]')}"
-        put = f"copy {sink(sc)} <- {acc}"
-        for ln in ((put, step) if sc.p.exclusive else (step, put)):
-            kt.line(ln)
+    kt.accumulate(pos_at("_k"), sink)
     kt.close()
 
 

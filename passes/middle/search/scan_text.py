@@ -182,6 +182,20 @@ class KernelText:
         plain()
         self.close()
 
+    def accumulate(self, pos: str, sink) -> None:
+        """Every statement's _v the identity past the scan axis (position `pos` >= S), combined into its _acc,
+        whose value goes to the shared slot sink(statement) (before combining, for exclusive forms)."""
+        self.open(f"if {pos} >= {self.S}")
+        for sc in self.scans:
+            self.line(f"_v{sc.k}[0:1] = {sc.ident}")
+        self.close()
+        for sc in self.scans:
+            acc = f"_acc{sc.k}[0:1]"
+            step = f"{acc} = {sc.combine(acc, f'_v{sc.k}[0:1]')}"
+            put = f"copy {sink(sc)} <- {acc}"
+            for ln in ((put, step) if sc.p.exclusive else (step, put)):
+                self.line(ln)
+
     def preload(self, group: list[ScanStmt], env: dict[int, str]) -> None:
         """Operands that do not depend on the scan axis (`w[j]` in a scan down the columns, `v[i]` along the
         rows): loaded once before the walk into registers value() reads at every position."""
