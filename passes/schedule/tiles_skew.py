@@ -335,8 +335,11 @@ def skew_candidates(a: TileAnalysis, m, hints, estimate) -> list:
         others = tuple(x for x in a.team if x != lane)
         if len(others) > 2:
             continue
-        vecs = [max(1, 16 // elem)] + ([8 // elem] if elem < 4 else [])   # 16-bit: also 8-byte vectors (below)
-        for vec, wa, warps, win in product(vecs, a.inner, (8, 16, 32), (2, 4)):
+        # 16-byte vectors only: 16-bit tiles of 8-byte vectors (the 16-byte ones' exchange buffer does not fit
+        # shared memory with the 16 warps a constant skew needs) moved 1.03x on sim but ran 7.7x slower than
+        # unskewed tiles on an H200 (sum over the middle axis of [128, 4096, 4095] f16: 10.9 ms against 1.41 ms)
+        vec = max(1, 16 // elem)
+        for wa, warps, win in product(a.inner, (8, 16, 32), (2, 4)):
             cfg = TileConfig(lane, lane, vec * (win + 1), 32, wa, warps, others + (lane,), (),
                              skew=A, win=win, residues=res)
             try:
@@ -376,12 +379,19 @@ def _estimate(a, cfg: TileConfig, m, hints, estimate, vec: int, elem: int):
     # `win + 1` independent vector loads per row in flight; the model's full rate is 1024 threads x 16 bytes)
     mem_plain = est.dram_bytes / m.dram_bw / max(est.notes.get("util", 1.0), 1e-3)
     threads = cfg.threads
+    # the skewed tile's blocks: W = tw x 32 columns each, `win + 1` times the plain tile's (its blocks were
+    # taken for the skewed tile's: col_sum at 4093^2 ran on 11 blocks estimated as 32, 52 us against 180 us
+    # measured on an H200)
+    lane_plain, lane = _h(a.axes[cfg.lane], ah), _h(a.axes[cfg.lane], hints)
+    blocks = est.blocks // max(1, -(-lane_plain // (32 * vec))) * -(-lane // (32 * cfg.tw))
     resident = max(1, min(m.max_threads_per_sm // threads, 32, m.regs_per_sm // max(1, max(32, regs) * threads)))
-    in_flight = min(est.blocks, resident * m.sms) * threads * (win + 1) * vec * elem
+    in_flight = min(blocks, resident * m.sms) * threads * (win + 1) * vec * elem
     util = min(1.0, in_flight / (m.sms * 1024 * 16)) * est.notes.get("lane_util", 1.0)
-    floor = m.dispatch_s(est.blocks)   # the plain estimate took the larger of its memory time and this
-    secs = max(est.seconds - max(mem_plain, floor), 0.0) + max(dram / m.dram_bw / max(util, 1e-3), floor)
+    floor = m.dispatch_s(blocks)   # the plain estimate took the larger of its memory time and its dispatch
+    secs = max(est.seconds - max(mem_plain, m.dispatch_s(est.blocks)), 0.0) \
+        + max(dram / m.dram_bw / max(util, 1e-3), floor)
     est.config, est.seconds, est.dram_bytes, est.regs, est.smem = cfg, secs, dram, regs, smem
+    est.blocks = blocks
     est.compulsory = comp
     est.notes = dict(est.notes, skew=A, compulsory=est.compulsory)
     return est

@@ -55,15 +55,16 @@ def test_skewed_tile_reads_each_row_about_once():
 
 
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
-def test_16bit_skewed_tile(dt):
-    """16-bit rows: 16 elements per sector, so only 16 warps (rows stepping by 16) keep one skew per warp; the
-    tile's vectors are 8 bytes so that its exchange buffer fits the block's shared memory. A = 4, B = 1024,
-    C = 4095: 1.062x the compulsory bytes where 32-column tiles of misaligned rows moved 1.469x (the cost model
-    had charged those tiles as if every row of a warp started on a sector)."""
+def test_16bit_column_tiles_are_not_skewed(dt):
+    """16-bit rows: 16 elements per sector, so only 16 warps keep one skew per warp, and the 16-byte vectors'
+    exchange buffer does not fit shared memory with them. Skewed tiles of 8-byte vectors moved 1.03x on the
+    simulator but ran 7.7x slower than the plain 32-column tiles on an H200 (sum over the middle axis of
+    [128, 4096, 4095] f16: 10.9 ms against 1.41 ms, docs/bench/README.md): the plain tiles are taken, their
+    misaligned rows costing a sector per row and warp (1.47x here)."""
     sizes = {"A": 4, "B": 1024, "C": 4095}
     f, low, res = _run(PROGRAMS["sum"].replace("DT", dt), sizes)
     read, written = compulsory_bytes(f, sizes)
     from gir.printer import format_func
     text = format_func(low)
-    assert "C % 16 == 15" in text and "for _s in 0..16" in text
-    assert res.stats.global_bytes <= 1.08 * (read + written)
+    assert "for _s in" not in text and " % 16 == " not in text
+    assert res.stats.global_bytes <= 1.5 * (read + written)
