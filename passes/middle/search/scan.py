@@ -29,13 +29,11 @@ from gir.passes.builtin.exprs import substitute_vars, var_names
 from gir.passes.middle.search.candidate import Candidate, Emitted
 from gir.passes.middle.search.decision import Decision
 from gir.passes.middle.search.options import hint
-from gir.passes.middle.search import scan_cols_shift, scan_shift
 from gir.passes.middle.search.scan_chain_text import ChainedText, status_words
 from gir.passes.middle.search.scan_text import MAX_GRID, VEC, KernelText, ScanStmt
 from gir.scan import scan_of
 
 MAX_THREADS = 256
-SECTOR_BYTES = scan_shift.SECTOR
 ROW_BATCH = 8           # scan-rows: at most this many rows per block share the loads of a broadcast operand
 SHARED_SLACK = 1024     # bytes of the block's default shared memory left unused by the stash and the cache
 MAX_CHUNKS = 8          # scan-chained: chunks of T x VEC elements per segment (one block each)
@@ -75,10 +73,9 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         ways = [[x for x in scans if x.p.reverse == r] for r in (False, True)]
         ways = [w for w in ways if w]
         cols = hint(s.ranges[c], hints)
-        chained = _column_chain_plan(ways, slices, extent, threads, cols, len(s.out_vars) - 2, m,
-                                     _column_stage(g, ways, threads, hints, comp / max(1, n)))
+        chained = _column_chain_plan(ways, slices, extent, threads, cols, len(s.out_vars) - 2, m)
         if isinstance(chained, dict):
-            chained_cand = _column_chained_candidate(g, ways, chained, slices, cols, comp, m, s, p, hints)
+            chained_cand = _column_chained_candidate(g, ways, chained, slices, cols, comp, m, s, p)
         elif slices < m.sms * 256:
             remarks.append(f"{names}: the scan along '{p.axis}' has {slices} independent point(s) across it, one "
                            f"thread each walking {extent} positions serially: parallelism is limited to {slices} "
@@ -93,12 +90,11 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         util = min(1.0, slices * threads / (m.sms * 1024.0))
         kind, team, lanes, c = "scan-rows", "block", p.axis, None
         plan = _row_plan(g, scans, slices, extent, threads, hints, m)
-        plan["shift"] = scan_shift.plan(g, scans, hints)
         blocks = -(-slices // plan.get("R", 1))   # up to R rows per block
         ways = [scans]
         chained = _chain_plan(scans, slices, extent, threads, hints, m)
         if isinstance(chained, dict):
-            chained_cand = _chained_candidate(g, scans, chained, threads, slices, comp, m, s, p, hints)
+            chained_cand = _chained_candidate(g, scans, chained, threads, slices, comp, m, s, p)
         elif slices < m.sms:
             remarks.append(f"{names}: the scan along '{p.axis}' has {slices} row(s) and runs on {slices} block(s) "
                            f"(single-block scan per row: {chained}); parallelism is limited to "
@@ -112,8 +108,6 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
     notes = {"mapping": kind}
     if plan.get("R", 1) > 1:
         notes["rows per block"] = f"{plan['R']} of '{s.out_vars[plan['batch']]}'"
-    if plan.get("shift"):
-        notes["rows shifted"] = f"to {SECTOR_BYTES}-byte sectors where {scan_shift.guards(plan['shift'])}"
     dec = Decision("scan", blocks=others + ((c,) if c else ()), lanes=lanes, loops=(p.axis,), team=team,
                    threads=threads, vec=VEC if c is None else 1,
                    reduction=" ".join(f"{x.p.op} {x.p.form()}" for x in scans), notes=notes)
@@ -122,8 +116,7 @@ def candidates(g, unit, m, hints: dict[str, int]) -> list[Candidate]:
         if c is None:
             return Emitted([KernelText(g, scans, threads).rows(name, **plan_args(plan))], [], [name])
         kernel_names = [name if k == 0 else f"{name}_{k}" for k in range(len(ways))]
-        texts = [KernelText(g, w, threads).columns(kn, *_column_shift(g, w, threads, 0, hints, m))
-                 for w, kn in zip(ways, kernel_names)]
+        texts = [KernelText(g, w, threads).columns(kn) for w, kn in zip(ways, kernel_names)]
         return Emitted(texts, [], kernel_names)
 
     est = {"mapping": kind}
@@ -158,60 +151,33 @@ def _chain_plan(scans: list[ScanStmt], slices: int, extent: int, threads: int, h
     return {"chunks": C, "segs": -(-extent // (C * chunk))}
 
 
-def _column_chain_plan(ways: list, slices: int, extent: int, threads: int, cols: int, others: int, m,
-                       stage: dict | None = None):
+def _column_chain_plan(ways: list, slices: int, extent: int, threads: int, cols: int, others: int, m):
     """scan-columns-chained: the scan axis cut into segments of L positions (a block per segment and lane
     block), when the columns alone leave the GPU mostly idle. Blocks of T threads (halved from the unchained
     kernel's until MAX_SEG x T values per statement fit the default shared memory, down to a warp); L is the
     largest power of two from MAX_SEG down to MIN_SEG that still gives 2 blocks per SM and fits. A dict, or why
-    not (a string).
-
-    `stage` (rows off the sector, scan_cols_shift.py): its staging tile takes shared memory too, and a block's
-    row costs up to a sector more than its T columns: wider blocks with shorter segments are weighed against
-    the status words (`bytes`: operand and result bytes per position and column)."""
+    not (a string)."""
     if slices >= m.sms * 256:
         return "enough columns"
     if others > 1:
         return "more than one axis besides the columns and the scan axis"
+    room = m.smem_per_block_default - SHARED_SLACK
     per_col = max(sum(x.acc.nbytes for x in w) for w in ways)
-    words = max(sum(status_words(x) for x in w) for w in ways)
-
-    def fit(T: int):
-        room = m.smem_per_block_default - SHARED_SLACK
-        if stage:
-            room -= scan_cols_shift.TILE * T * stage["staged"] + T * per_col
-        per_pos = per_col * T
-        L = MAX_SEG
-        while L > MIN_SEG and (L * per_pos > room or slices // max(1, cols) * -(-cols // T) *
-                               -(-extent // L) < 2 * m.sms):
-            L //= 2
-        return L if L * per_pos <= room else 0
-
-    widest = threads
-    while threads > m.warp and MAX_SEG * threads * per_col > m.smem_per_block_default - SHARED_SLACK:
-        threads //= 2      # narrower blocks keep long segments
-    L = fit(threads) if not stage else 0
-    if stage:
-        options = []
-        T = threads
-        while T <= widest:
-            if fit(T) and T % stage["A"] == 0 and (T == threads or extent > fit(T)):
-                options.append((32 / (T * stage["out"]) + 24 * words / (fit(T) * stage["bytes"]), -T, T))
-            T *= 2
-        if options:
-            threads = min(options)[2]
-            L = fit(threads)
-        else:        # no staging tile fits beside a segment: the plan of unshifted rows (not staged)
-            return _column_chain_plan(ways, slices, extent, widest, cols, others, m)
-    if not L:
+    while threads > m.warp and MAX_SEG * threads * per_col > room:   # narrower blocks keep long segments
+        threads //= 2
+    per_pos = per_col * threads
+    L = MAX_SEG
+    while L > MIN_SEG and (L * per_pos > room or slices // max(1, cols) * -(-cols // threads) *
+                           -(-extent // L) < 2 * m.sms):
+        L //= 2
+    if L * per_pos > room:
         return "a segment does not fit shared memory"
     if extent <= L:
         return "the scan axis fits one segment"
     return {"seg": L, "segs": -(-extent // L), "threads": threads}
 
 
-def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int, comp: float, m, s, p,
-                              hints: dict[str, int]):
+def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int, comp: float, m, s, p):
     L, segs, threads = plan["seg"], plan["segs"], plan["threads"]
     blocks = slices // max(1, cols) * -(-cols // threads) * segs
     util = min(1.0, blocks * threads / (m.sms * 1024.0)) * min(1.0, cols / threads)
@@ -230,10 +196,8 @@ def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int,
         for k, w in enumerate(ways):
             kn = name if k == 0 else f"{name}_{k}"
             kt = ChainedText(g, w, threads)
-            used = L * threads * sum(x.acc.nbytes for x in w) + threads * sum(x.acc.nbytes for x in w)
             texts += [kt.init_text(kn, f"{kn}_init", L, columns=True),
-                      ChainedText(g, w, threads).columns_chained(kn, L, *_column_shift(g, w, threads, used, hints,
-                                                                                        m))]
+                      ChainedText(g, w, threads).columns_chained(kn, L)]
             allocs += kt.status_allocs(kn, columns=True)
             names += [f"{kn}_init", kn]
         return Emitted(texts, allocs, names)
@@ -245,8 +209,7 @@ def _column_chained_candidate(g, ways: list, plan: dict, slices: int, cols: int,
     return Candidate(dec, "scan-columns-chained", seconds, traffic, 0.0, comp, emit, None, est)
 
 
-def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slices: int, comp: float, m, s, p,
-                       hints: dict[str, int]):
+def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slices: int, comp: float, m, s, p):
     segs, C = plan["segs"], plan["chunks"]
     blocks = slices * segs
     util = min(1.0, blocks * threads / (m.sms * 1024.0))
@@ -261,41 +224,14 @@ def _chained_candidate(g, scans: list[ScanStmt], plan: dict, threads: int, slice
     def emit(name: str) -> Emitted:
         kt = ChainedText(g, scans, threads)
         init = f"{name}_init"
-        sh = scan_shift.plan(g, scans, hints)
-        return Emitted([kt.init_text(name, init, C * threads * VEC, extra=sh["A"] - 1 if sh else 0),
-                        ChainedText(g, scans, threads).chained(name, C, sh)],
+        return Emitted([kt.init_text(name, init, C * threads * VEC), ChainedText(g, scans, threads).chained(name, C)],
                        kt.status_allocs(name), [init, name])
 
     return Candidate(dec, "scan-chained", seconds, traffic, 0.0, comp, emit, None, {"mapping": "scan-chained"})
 
 
-def _column_stage(g, ways: list, threads: int, hints: dict[str, int], per_elem: float) -> dict | None:
-    """What a chained column kernel whose rows start off a sector stages (for _column_chain_plan), or None."""
-    shs = [scan_shift.plan(g, w, hints, rows=False) for w in ways]
-    if not all(shs):
-        return None
-    staged = max(sum(g.types[r.name].dtype.nbytes for _, r in scan_cols_shift.staged(KernelText(g, w, threads), sh))
-                 for w, sh in zip(ways, shs))
-    out = min(g.types[x.s.target].dtype.nbytes for w in ways for x in w)
-    return {"A": max(sh["A"] for sh in shs), "staged": staged, "out": out, "bytes": per_elem}
-
-
-def _column_shift(g, scans: list[ScanStmt], threads: int, used: int, hints: dict[str, int], m) -> tuple:
-    """(shift, rows per tile) of a column scan kernel whose rows start off a sector at the hinted sizes (the
-    plain kernel's tiles hold their running values too; `used`: shared bytes the kernel holds already), or
-    (None, 0)."""
-    sh = scan_shift.plan(g, scans, hints, rows=False)
-    if sh is None or threads % sh["A"]:   # block columns start on a sector only when T is a multiple of A
-        return None, 0
-    probe = KernelText(g, scans, threads)
-    staged = scan_cols_shift.staged(probe, sh)
-    extra = 0 if used else sum(x.acc.nbytes for x in scans)
-    K = scan_cols_shift.tile_rows(threads, extra, m.smem_per_block_default - SHARED_SLACK - used, staged, g.types)
-    return (sh, K) if K else (None, 0)
-
-
 def plan_args(plan: dict) -> dict:
-    return {k: plan[k] for k in ("batch", "R", "stash", "cache", "shift")}
+    return {k: plan[k] for k in ("batch", "R", "stash", "cache")}
 
 
 def _row_plan(g, scans: list[ScanStmt], slices: int, extent: int, threads: int, hints: dict[str, int], m) -> dict:

@@ -4,7 +4,6 @@
 scan is scan_text.py's (`row_pass` with `chunks`)."""
 from __future__ import annotations
 
-from gir.passes.middle.search import scan_cols_shift, scan_shift
 from gir.passes.middle.search.scan_text import REGS, VEC, KernelText, ScanStmt
 
 CHAIN_OP = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
@@ -29,14 +28,12 @@ def status_ref(name: str, sc: ScanStmt, at: str) -> str:
 class ChainedText(KernelText):
     """Text of one chained scan kernel (and of the kernel zeroing its status words) over `scans`."""
 
-    def columns_chained(self, name: str, seg: int, shift: dict | None = None, K: int = 0) -> str:
+    def columns_chained(self, name: str, seg: int) -> str:
         """scan-columns cut along the scan axis into segments of `seg` positions (cdiv(S, seg) of them), one block
         per segment and lane block: each thread scans its column's segment into `_cseg` (shared, one column per
         thread), chains its total with the same column of the earlier segments (a chain per thread, status word
         [.., segment, column]) and stores prefix (+) value. One direction (the caller groups them so); at most
-        one position besides the lanes and the scan axis. `shift` (scan_shift.plan) with K rows per tile: under
-        its size guard the segment is read and written in tiles of rows with shifted lanes (scan_cols_shift.py),
-        each column's prefix passed to the lanes that store it through `_cpre`."""
+        one position besides the lanes and the scan axis."""
         T, c = self.T, self.n - 1
         positions = [i for i in range(self.n) if i not in (self.pos, c)]
         reverse = self.scans[0].p.reverse
@@ -46,11 +43,6 @@ class ChainedText(KernelText):
         self.open(f"parallel _gs in 0..cdiv({self.S}, {seg}) @block")
         for sc in self.scans:
             self.line(f"alloc _cseg{sc.k}: {sc.acc.value}[{seg * T}] @shared")
-        if shift:
-            staged = scan_cols_shift.staged(self, shift)
-            bufs = scan_cols_shift.allocs(self, staged, K)
-            for sc in self.scans:
-                self.line(f"alloc _cpre{sc.k}: {sc.acc.value}[{T}] @shared")
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_acc", 1), ("_pre", 1)))
@@ -58,92 +50,43 @@ class ChainedText(KernelText):
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
         self.preload(self.scans, env)
-        if shift:
-            for sc in self.scans:   # (threads past the columns pass their identity to the storing lanes)
-                self.line(f"_pre{sc.k}[0:1] = {sc.ident}")
-
-        def tiles() -> None:
-            pos_at = lambda k: f"{seg} * _gs + {K} * _qt + {k}"   # noqa: E731
-            row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
-            regs = [self.register(self.g.types[r.name].dtype) for _, r in staged]
-            self.open(f"for _qt in 0..{seg // K}")
-            scan_cols_shift.load(self, env, row_at, K, staged, bufs, shift)
-            scan_cols_shift.scan(self, env, row_at, pos_at, K, staged, bufs, regs,
-                                 lambda sc: f"_cseg{sc.k}[{T} * ({K} * _qt + _k) + _t:{T} * ({K} * _qt + _k) + _t + 1]")
-            self.line("sync @block")
-            self.close()
-
-        def walk() -> None:
-            q = f"{seg} * _gs + _q"
-            a = f"{self.S} - 1 - ({q})" if reverse else q
-            at = f"{T} * _q + _t"
-            self.open(f"for _q in 0..{seg}")
-            self.held = {}
-            for sc in self.scans:
-                self.value(sc, env, a)
-            self.accumulate(q, lambda sc: f"_cseg{sc.k}[{at}:{at} + 1]")
-            self.close()
-        self.guarded(shift, tiles, walk)
-        self._chain_and_store(name, env, positions, seg, shift)
-        return self.finish()
-
-    def _chain_and_store(self, name: str, env: dict[int, str], positions: list[int], seg: int,
-                         shift: dict | None) -> None:
-        """Every column's chain over the segments, then prefix (+) value of the segment stored: by the column's
-        own thread, or (shift, under its size guard) with the shifted lanes of each row; closes the kernel."""
-        T, c = self.T, self.n - 1
-        reverse = self.scans[0].p.reverse
+        q = f"{seg} * _gs + _q"
+        a = f"{self.S} - 1 - ({q})" if reverse else q
+        at = f"{T} * _q + _t"
+        self.open(f"for _q in 0..{seg}")
+        self.held = {}
+        for sc in self.scans:
+            self.value(sc, env, a)
+        self.accumulate(q, lambda sc: f"_cseg{sc.k}[{at}:{at} + 1]")
+        self.close()
         word = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs", env[c]])
         self.open(f"if {env[c]} < {self.extent(c)}")   # the same threads skip it in every block of their chain
         for sc in self.scans:
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _acc{sc.k}[0:1] over _gs via "
                       f"{status_ref(name, sc, word)}")
         self.close()
+        self.open(f"for _q in 0..{seg}")
+        for sc in self.scans:
+            k = sc.k
+            self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
+            self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
+            self.store(sc, env, a, f"_v{k}[0:1]")
+        self.close(1 + 1 + 1 + len(positions) + 1 + 1)
+        return self.finish()
 
-        def shifted() -> None:
-            for sc in self.scans:
-                self.line(f"copy _cpre{sc.k}[_t:_t + 1] <- _pre{sc.k}[0:1]")
-            self.line("sync @block")
-            pre = {sc.k: self.register(sc.acc) for sc in self.scans}
-            row_at = (lambda k: f"{self.S} - 1 - ({seg} * _gs + {k})") if reverse else (lambda k: f"{seg} * _gs + {k}")
-
-            def source(sc, p):
-                k = sc.k
-                self.line(f"copy _v{k}[0:1] <- _cseg{k}[{T} * _k + {p}:{T} * _k + {p} + 1]")
-                self.line(f"copy {pre[k]}[0:1] <- _cpre{k}[{p}:{p} + 1]")
-                self.line(f"_v{k}[0:1] = {sc.combine(f'{pre[k]}[0:1]', f'_v{k}[0:1]')}")
-                return f"_v{k}[0:1]"
-            scan_cols_shift.store(self, env, row_at, seg, source, shift)
-
-        def plain() -> None:
-            q = f"{seg} * _gs + _q"
-            a = f"{self.S} - 1 - ({q})" if reverse else q
-            at = f"{T} * _q + _t"
-            self.open(f"for _q in 0..{seg}")
-            for sc in self.scans:
-                k = sc.k
-                self.line(f"copy _v{k}[0:1] <- _cseg{k}[{at}:{at} + 1]")
-                self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
-                self.store(sc, env, a, f"_v{k}[0:1]")
-            self.close()
-        self.guarded(shift, shifted, plain)
-        self.close(1 + 1 + len(positions) + 1 + 1)
-
-    def chained(self, name: str, chunks: int, shift: dict | None = None) -> str:
+    def chained(self, name: str, chunks: int) -> str:
         """Rows cut into segments of `chunks` chunks (cdiv(S, chunks x T x VEC) of them), one block each (the
         segment axis `_gs` innermost on the grid): a block scans its segment into `_seg`, gets the combination of
         the segments before it through `chain` (one status word per block in status_name(), zeroed by
         init_text()) and stores prefix (+) value. Every statement walks in one direction (the caller checks); at
-        most MAX_GRID - 1 other positions. `shift` (scan_shift.plan): under its size guard slot q of the row
-        walks position q - _s (one segment more on the grid: cdiv(S + A - 1, L); a segment past the row scans
-        identities only)."""
+        most MAX_GRID - 1 other positions."""
         T, V = self.T, VEC
         positions = [i for i in range(self.n) if i != self.pos]
+        reverse = self.scans[0].p.reverse
         self.open(f"kernel {name}")
         env = self.grid(positions)
         L = chunks * T * V
-        pad = f" + {shift['A'] - 1}" if shift else ""
-        self.open(f"parallel _gs in 0..cdiv({self.S}{pad}, {L}) @block")
+        self.open(f"parallel _gs in 0..cdiv({self.S}, {L}) @block")
         for sc in self.scans:
             self.line(f"alloc _sh{sc.k}: {sc.acc.value}[{T * V}] @shared")
             self.line(f"alloc _tot{sc.k}: {sc.acc.value}[{T}] @shared")
@@ -151,42 +94,23 @@ class ChainedText(KernelText):
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_loc", V), ("_a", 1), ("_b", 1), ("_carry", 1), ("_pre", 1)))
-        reverse = self.scans[0].p.reverse
-        self._variants(shift, env, lambda sh: self.row_pass(self.scans, env, reverse, {}, chunks=chunks, shift=sh))
+        self.row_pass(self.scans, env, reverse, {}, chunks=chunks)
         at = ", ".join([f"_g{k}" for k in range(len(positions))] + ["_gs"])
-        for sc in self.scans:   # one chain per statement, outside the variants (its status words are the block's)
+        for sc in self.scans:
             self.line(f"chain {CHAIN_OP[sc.p.op]} _pre{sc.k}[0:1] <- _carry{sc.k}[0:1] over _gs via "
                       f"{status_ref(name, sc, at)}")
         self.line("sync @block")
-        self._variants(shift, env, lambda sh: self._chained_stores(env, chunks, sh))
-        self.close(1 + 1 + len(positions) + 1)
-        return self.finish()
-
-    def _variants(self, shift: dict | None, env: dict[int, str], body) -> None:
-        """body(shift) under the shift's size guard and its skew loop, body(None) otherwise."""
-        def skewed() -> None:
-            sk = scan_shift.skew(shift, env, self.scans[0].p.reverse)
-            self.open(f"for _s in {sk}..{sk} + 1")
-            body(shift)
-            self.close()
-        self.guarded(shift, skewed, lambda: body(None))
-
-    def _chained_stores(self, env: dict[int, str], chunks: int, shift: dict | None) -> None:
-        """Prefix (+) segment value of every slot of the block's segment, stored."""
-        T, V = self.T, VEC
-        L = chunks * T * V
-        reverse = self.scans[0].p.reverse
         self.open(f"for _c in 0..{chunks}")
         self.open(f"for _e in 0..{V}")
         q = f"{L} * _gs + {T * V} * _c + {T} * _e + _t"
-        slot = f"{q} - _s" if shift else q
-        a = f"{self.S} - 1 - ({slot})" if reverse else slot
+        a = f"{self.S} - 1 - ({q})" if reverse else q
         for sc in self.scans:
             k, at = sc.k, f"{T * V} * _c + {T} * _e + _t"
             self.line(f"copy _v{k}[0:1] <- _seg{k}[{at}:{at} + 1]")
             self.line(f"_v{k}[0:1] = {sc.combine(f'_pre{k}[0:1]', f'_v{k}[0:1]')}")
             self.store(sc, env, a, f"_v{k}[0:1]")
-        self.close(2)
+        self.close(2 + 1 + 1 + len(positions) + 1)
+        return self.finish()
 
     def status_allocs(self, name: str, columns: bool = False) -> list[str]:
         """The status words of every statement's chains: one per block (rows: [other positions..., S]; a
@@ -199,9 +123,8 @@ class ChainedText(KernelText):
         return [f"alloc {status_name(name, sc)}: i64[{', '.join(dims + (['3'] if status_words(sc) == 3 else []))}] "
                 "@global" for sc in self.scans]
 
-    def init_text(self, name: str, kernel: str, seg: int, columns: bool = False, extra: int = 0) -> str:
-        """The kernel zeroing the status words of the first cdiv(S + extra, seg) segments before the scan kernel
-        runs (`extra`: the positions a shifted row may add)."""
+    def init_text(self, name: str, kernel: str, seg: int, columns: bool = False) -> str:
+        """The kernel zeroing the status words of the first cdiv(S, seg) segments before the scan kernel runs."""
         T, c = 256, self.n - 1
         positions = [i for i in range(self.n) if i != self.pos and not (columns and i == c)]
         self.lines, self.depth = [], 0
@@ -213,8 +136,7 @@ class ChainedText(KernelText):
             self.open(f"parallel _gz in 0..cdiv({self.S}, {seg}) @block")
             last = ["_gz", f"{T} * _gc + _t:{T} * _gc + _t + 1"]
         else:
-            pad = f" + {extra}" if extra else ""
-            self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}{pad}, {seg}), {T}) @block")
+            self.open(f"parallel _gz in 0..cdiv(cdiv({self.S}, {seg}), {T}) @block")
             last = [f"{T} * _gz + _t:{T} * _gz + _t + 1"]
         self.open(f"parallel _t in 0..{T} @thread")
         self.line("alloc _z: i64[1] @reg")

@@ -21,7 +21,6 @@ from gir import ir
 from gir.printer import format_const, format_expr
 from gir.scan import identity, scan_of
 from gir.passes.builtin.exprs import map_expr, refs, var_names
-from gir.passes.middle.search import scan_cols_shift, scan_shift
 
 MAX_GRID = 3            # grid dimensions; further non-scan axes are walked by each thread
 VEC = 4                 # elements each thread scans serially per chunk (rows)
@@ -168,20 +167,6 @@ class KernelText:
         v = map_expr(sc.p.arg, lambda x: ir.Var(names[x]) if isinstance(x, ir.Ref) else x)
         self.line(f"_v{sc.k}[0:1] = {format_expr(map_expr(v, self.at(sc, env, a)))}")
 
-    def guarded(self, shift: dict | None, shifted, plain) -> None:
-        """shifted() under the shift's size guard, plain() in its else branch; shifted() alone where the guard is
-        empty (constant sizes), plain() alone without a shift."""
-        cond = scan_shift.guards(shift) if shift else ""
-        if not shift or not cond:
-            (shifted if shift else plain)()
-            return
-        self.open(f"if {cond}")
-        shifted()
-        self.close()
-        self.open("else")
-        plain()
-        self.close()
-
     def accumulate(self, pos: str, sink) -> None:
         """Every statement's _v the identity past the scan axis (position `pos` >= S), combined into its _acc,
         whose value goes to the shared slot sink(statement) (before combining, for exclusive forms)."""
@@ -235,21 +220,14 @@ class KernelText:
         self.line(f"store {sc.s.target}[{', '.join(idx)}] <- _o{sc.k}[0:1] with mask")
 
     # ----------------------------------------------------------------- mappings
-    def columns(self, name: str, shift: dict | None = None, K: int = 0) -> str:
-        """Every statement walks the scan axis in the same direction (the caller groups them so). `shift`
-        (scan_shift.plan) with K rows per tile: under its size guard the axis is walked in tiles of rows read
-        and written with shifted lanes (scan_cols_shift.py)."""
+    def columns(self, name: str) -> str:
+        """Every statement walks the scan axis in the same direction (the caller groups them so)."""
         T, c = self.T, self.n - 1
         positions = [i for i in range(self.n) if i not in (self.pos, c)]
         reverse = self.scans[0].p.reverse
         self.open(f"kernel {name}")
         self.open(f"parallel _gc in 0..cdiv({self.extent(c)}, {T}) @block")
         env = self.grid(positions[:MAX_GRID - 1])
-        if shift:
-            staged = scan_cols_shift.staged(self, shift)
-            bufs = scan_cols_shift.allocs(self, staged, K)
-            for sc in self.scans:
-                self.line(f"alloc _ys{sc.k}: {sc.acc.value}[{K * T}] @shared")
         self.open(f"parallel _t in 0..{T} @thread")
         self.line(REGS)
         self.scratch((("_acc", 1),))
@@ -258,48 +236,25 @@ class KernelText:
         for sc in self.scans:
             self.line(f"_acc{sc.k}[0:1] = {sc.ident}")
         self.preload(self.scans, env)
-
-        def tiles() -> None:
-            self.open(f"for _qt in 0..cdiv({self.S}, {K})")
-            pos_at = lambda k: f"{K} * _qt + {k}"   # noqa: E731
-            row_at = (lambda k: f"{self.S} - 1 - ({pos_at(k)})") if reverse else pos_at
-            regs = [self.register(self.g.types[r.name].dtype) for _, r in staged]
-            scan_cols_shift.load(self, env, row_at, K, staged, bufs, shift)
-            scan_cols_shift.scan(self, env, row_at, pos_at, K, staged, bufs, regs,
-                                 lambda sc: f"_ys{sc.k}[{T} * _k + _t:{T} * _k + _t + 1]")
-            self.line("sync @block")
-
-            def source(sc, p):
-                self.line(f"copy _v{sc.k}[0:1] <- _ys{sc.k}[{T} * _k + {p}:{T} * _k + {p} + 1]")
-                return f"_v{sc.k}[0:1]"
-            scan_cols_shift.store(self, env, row_at, K, source, shift)
-            self.close()
-
-        def walk() -> None:
-            self.open(f"for _q in 0..{self.S}")
-            a = f"{self.S} - 1 - (_q)" if reverse else "_q"
-            self.held = {}
-            for sc in self.scans:
-                self.value(sc, env, a)
-            for sc in self.scans:
-                acc = f"_acc{sc.k}[0:1]"
-                step = f"{acc} = {sc.combine(acc, f'_v{sc.k}[0:1]')}"
-                if sc.p.exclusive:
-                    self.store(sc, env, a, acc)
-                    self.line(step)
-                else:
-                    self.line(step)
-                    self.store(sc, env, a, acc)
-            self.close()
-        self.guarded(shift, tiles, walk)
-        self.close(nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
+        self.open(f"for _q in 0..{self.S}")
+        a = f"{self.S} - 1 - (_q)" if reverse else "_q"
+        self.held = {}
+        for sc in self.scans:
+            self.value(sc, env, a)
+        for sc in self.scans:
+            acc, step = f"_acc{sc.k}[0:1]", f"_acc{sc.k}[0:1] = {sc.combine(f'_acc{sc.k}[0:1]', f'_v{sc.k}[0:1]')}"
+            if sc.p.exclusive:
+                self.store(sc, env, a, acc)
+                self.line(step)
+            else:
+                self.line(step)
+                self.store(sc, env, a, acc)
+        self.close(1 + nrest + 1 + min(len(positions), MAX_GRID - 1) + 1 + 1)
         return self.finish()
 
-    def rows(self, name: str, batch: int | None = None, R: int = 1, stash: int = 0, cache: int = 0,
-             shift: dict | None = None) -> str:
+    def rows(self, name: str, batch: int | None = None, R: int = 1, stash: int = 0, cache: int = 0) -> str:
         """Forward statements in a forward pass, then reverse ones in a reverse pass (module docstring); R rows
-        of the batch position per block, one after the other. `shift` (scan_shift.plan): the passes walk the
-        row shifted by its skew under the plan's size guard, unshifted otherwise."""
+        of the batch position per block, one after the other."""
         T, V = self.T, VEC
         positions = [i for i in range(self.n) if i != self.pos]
         fwd = [sc for sc in self.scans if not sc.p.reverse]
@@ -329,55 +284,46 @@ class KernelText:
         nrest = self.walk_rest(positions, env)
         if self.batch is not None:
             self.open(f"for _rr in 0..{R}")
-        def passes(sh: dict | None) -> None:
-            if fwd and rev:
-                self.row_pass(fwd, env, False, held, out=stashed, cap=stash, shift=sh)
-                self.row_pass(rev, env, True, held, into=stashed, cap=stash, shift=sh)
-            else:
-                self.row_pass(self.scans, env, bool(rev), held, shift=sh)
-        self.guarded(shift, lambda: passes(shift), lambda: passes(None))
+        if fwd and rev:
+            self.row_pass(fwd, env, False, held, out=stashed, cap=stash)
+            self.row_pass(rev, env, True, held, into=stashed, cap=stash)
+        else:
+            self.row_pass(self.scans, env, bool(rev), held)
         if self.batch is not None:
             self.close()
         self.close(nrest + 1 + max(1, min(len(positions), MAX_GRID)) + 1)
         return self.finish()
 
     def row_pass(self, group: list[ScanStmt], env: dict[int, str], reverse: bool, cache: dict,
-                 out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0, chunks: int = 0,
-                 shift: dict | None = None) -> None:
+                 out: list[ScanStmt] = (), into: list[ScanStmt] = (), cap: int = 0, chunks: int = 0) -> None:
         """One walk over the row in chunks scanning `group`; `out`: (reverse) statements whose values are
         stashed at their position while walking forward; `into`: statements read back from the stash.
         `chunks` > 0: the block's segment only (`chunks` chunks from position L * _gs), its scanned values kept
-        in `_seg` (chained() adds the prefix of the segments before it). `shift`: slot q walks position q - _s
-        (scan_shift.py)."""
+        in `_seg` (chained() adds the prefix of the segments before it)."""
         T, V, S = self.T, VEC, self.S
         for sc in group:
             self.line(f"_carry{sc.k}[0:1] = {sc.ident}")
         self.preload(list(group) + list(out) + list(into), env)
-        if shift and not chunks:   # a chained kernel's caller opens the skew around the pass and its stores
-            sk = scan_shift.skew(shift, env, reverse)
-            self.open(f"for _s in {sk}..{sk} + 1")
         if chunks:
             self.open(f"for _c in 0..{chunks}")
             q = f"{chunks * T * V} * _gs + {T * V} * _c + {T} * _e + _t"
         else:
-            self.open(f"for _c in 0..cdiv({S} + _s, {T * V})" if shift else f"for _c in 0..cdiv({S}, {T * V})")
+            self.open(f"for _c in 0..cdiv({S}, {T * V})")
             q = f"{T * V} * _c + {T} * _e + _t"
-        slot = f"{q} - _s" if shift else q
-        a = f"{S} - 1 - ({slot})" if reverse else slot
-        outside = f"{a} < 0 or {a} >= {S}" if shift else f"{q} >= {S}"
+        a = f"{S} - 1 - ({q})" if reverse else q
         self.open(f"for _e in 0..{V}")
         self.held = {}
         for sc in list(group) + list(out):
             if sc in out:   # only the stashed positions: past them the reverse pass reads the operands itself
                 before = dict(self.held)
-                self.open(f"if {a} >= 0 and {a} < {cap}" if shift else f"if {q} < {cap}")
+                self.open(f"if {q} < {cap}")
                 self.value(sc, env, a, cache)
-                self.line(f"copy _st{sc.k}[{a}:{a} + 1] <- _v{sc.k}[0:1]")
+                self.line(f"copy _st{sc.k}[{q}:{q} + 1] <- _v{sc.k}[0:1]")
                 self.close()
                 self.held = before
             elif sc in into:
                 before = dict(self.held)
-                self.open(f"if {a} >= 0 and {a} < {cap}" if shift else f"if {q} < {S} and {a} < {cap}")
+                self.open(f"if {q} < {S} and {a} < {cap}")
                 self.line(f"copy _v{sc.k}[0:1] <- _st{sc.k}[{a}:{a} + 1]")
                 self.close()
                 self.open("else")
@@ -386,7 +332,7 @@ class KernelText:
                 self.held = before
             else:
                 self.value(sc, env, a, cache)
-        self.open(f"if {outside}")
+        self.open(f"if {q} >= {S}")
         for sc in group:
             self.line(f"_v{sc.k}[0:1] = {sc.ident}")
         self.close()
@@ -451,4 +397,4 @@ class KernelText:
             self.store(sc, env, a, f"_v{sc.k}[0:1]")
         self.close()
         self.line("sync @block")
-        self.close(2 if shift else 1)  # chunks (and the skew)
+        self.close()  # chunks

@@ -1,7 +1,8 @@
-"""GPU scans over rows that start off a 32-byte sector (passes/middle/search/scan_shift.py, scan_cols_shift.py):
-row scans walk each row shifted by its skew, column scans move tiles of rows with shifted lanes through shared
-memory, both under a size guard. Values against the evaluator (norm-wise, per-dtype tolerance) on the SIMT
-simulator and on the CUDA emulator, at the scheduled sizes and at sizes the guard sends to the plain body; the
+"""GPU scans over rows that start off a 32-byte sector. They run the plain kernels: walking rows shifted by their
+skew (and column scans through tiles of shifted rows) moved fewer sectors on the simulator but ran slower on an
+H200 (2026-11-30, docs/scheduling.md "Rows off the sector": cumsum down 4093^2 348 us shifted against 92 us
+plain, along the rows in f16 57 against 47 us), and was taken out. Values against the evaluator (norm-wise,
+per-dtype tolerance) on the SIMT simulator and on the CUDA emulator at sizes off the sector and on it; the
 kernels verify and pass the static checks; the simulator's traffic against the compulsory bytes."""
 import numpy as np
 import pytest
@@ -51,7 +52,9 @@ def _lower(src: str, hints: dict):
 
 
 def _shifted(f) -> bool:
-    return "for _s in" in format_func(f)
+    """Whether a kernel walks a skew loop or stages tiles of shifted rows (neither is generated)."""
+    text = format_func(f)
+    return "for _s in" in text or "for _qt in" in text
 
 
 def _execute(f, inputs, sizes, target):
@@ -91,7 +94,7 @@ CASES = [
 @pytest.mark.parametrize("src,dtype,hints,others", CASES)
 def test_values_at_the_scheduled_and_other_sizes(src, dtype, hints, others):
     func, f = _lower(src.format(t=dtype), hints)
-    assert _shifted(f)
+    assert not _shifted(f)
     for k, sizes in enumerate([hints] + others):
         _check_values(func, f, sizes, seed=k)
 
@@ -99,10 +102,9 @@ def test_values_at_the_scheduled_and_other_sizes(src, dtype, hints, others):
 @pytest.mark.parametrize("src,dtype,hints", [(ROWS, "f32", {"M": 3, "N": 37}), (LINE, "f32", {"N": 9001}),
                                              (COLS, "f16", {"M": 9, "N": 77}), (COLS, "f32", {"M": 700, "N": 35}),
                                              (COLS3, "f32", {"M": 5, "B": 2, "N": 41})])
-def test_static_checks_prove_the_shifted_kernels(src, dtype, hints):
+def test_static_checks_prove_the_kernels(src, dtype, hints):
     module = parse_text(src.format(t=dtype))
     f = lower_module(module, "cuda", {"sizes": hints}).funcs[0]
-    assert _shifted(f)
     errors = [d.message for k in f.kernels for d in check_kernel(f, k, "cuda") if d.severity == "error"]
     assert not errors
 
@@ -110,9 +112,8 @@ def test_static_checks_prove_the_shifted_kernels(src, dtype, hints):
 @pytest.mark.parametrize("src,dtype,hints", [(ROWS, "f32", {"M": 7, "N": 1031}), (LINE, "f32", {"N": 9001}),
                                              (COLS, "f32", {"M": 37, "N": 103}),
                                              (COLS3, "f32", {"M": 700, "B": 1, "N": 37})])
-def test_cuda_emulator_runs_the_shifted_kernels(src, dtype, hints):
+def test_cuda_emulator_runs_the_kernels(src, dtype, hints):
     func, f = _lower(src.format(t=dtype), hints)
-    assert _shifted(f)
     _check_values(func, f, hints, seed=4, target="cuda_emu")
     _check_values(func, f, {k: v + 1 for k, v in hints.items()}, seed=5, target="cuda_emu")
 
@@ -123,22 +124,19 @@ def _ratio(res, func, sizes) -> float:
     return res.stats.total.global_bytes / comp
 
 
-@pytest.mark.parametrize("src,sizes,bound,before", [
-    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], j)\n}\n", {"M": 150, "N": 2039},
-     1.01, 1.22),
+@pytest.mark.parametrize("src,sizes,bound", [
+    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], j)\n}\n", {"M": 150, "N": 2039}, 1.23),
     ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], j, reverse=1)\n}\n", {"M": 2, "N": 99991},
-     1.01, 1.22),
-    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], i)\n}\n", {"M": 40, "N": 20011},
-     1.04, 1.22),
-    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cummax(x[i, j], i)\n}\n", {"M": 1200, "N": 517},
-     1.13, 1.27),
+     1.26),
+    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], i)\n}\n", {"M": 40, "N": 20011}, 1.23),
+    ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cummax(x[i, j], i)\n}\n", {"M": 1200, "N": 517}, 1.28),
 ])
-def test_traffic_of_misaligned_rows(src, sizes, bound, before):
-    """Compulsory bytes and the traffic the plain kernels moved (`before`, measured at the change) for scans
-    of rows off the sector: one block per row, a chained row, plain and chained column kernels."""
+def test_traffic_of_misaligned_rows(src, sizes, bound):
+    """What the plain kernels move over rows off the sector (measured: 1.220x, 1.250x, 1.219x, 1.278x; a warp's
+    128 bytes touch five sectors): one block per row, a chained row, plain and chained column kernels."""
     func, f = _lower(src, sizes)
     res = run_func(f, random_inputs(func, sizes, np.random.default_rng(0)), sizes, check_races=False)
-    assert _ratio(res, func, sizes) <= bound < before
+    assert _ratio(res, func, sizes) <= bound
 
 
 @pytest.mark.parametrize("src,sizes,bound", [
@@ -160,19 +158,16 @@ def _chained(f) -> bool:
     return any(isinstance(s, ir.Chain) for k in f.kernels for s in walk_stmts(k.body))
 
 
-def test_operand_of_another_shape_is_not_staged():
-    """x's pitch holds a size the guard does not fix (B x M x N read at [0, i, j]): loaded as in the plain
-    kernel, not staged (it raised a KeyError)."""
+def test_operand_of_another_shape():
+    """x's pitch holds a size the outputs' do not (B x M x N read at [0, i, j])."""
     src = "func f(x: f32[B, M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[0, i, j], i)\n}\n"
     sizes = {"B": 2, "M": 37, "N": 131}
     func, f = _lower(src, sizes)
-    assert _shifted(f)
     _check_values(func, f, sizes, seed=1)
 
 
-def test_staging_that_does_not_fit_keeps_the_chained_plan():
-    """Four f64 operands: no staging tile fits beside a segment; the chained kernel stays (it had become one
-    thread per column walking 20,011 positions)."""
+def test_four_f64_operands_keep_the_chained_plan():
+    """Four f64 operands down 20,011 rows of 37 columns: chained across blocks, not one thread per column."""
     src = ("func f(x: f64[M, N], y: f64[M, N], z: f64[M, N], u: f64[M, N]) -> (a: f64[M, N], b: f64[M, N]) {\n"
            "  a[i, j] = cumsum(x[i, j] * y[i, j], i)\n  b[i, j] = cummax(x[i, j] * z[i, j] + u[i, j], i)\n}\n")
     _, f = _lower(src, {"M": 20011, "N": 37})
@@ -180,24 +175,16 @@ def test_staging_that_does_not_fit_keeps_the_chained_plan():
 
 
 @pytest.mark.parametrize("src,sizes", [
-    # three operands along the row that start on a sector against x and c: shifting misaligns more than it aligns
     ("func f(x: f32[M, N], w: f32[N], u: f32[N], z: f32[N]) -> (c: f32[M, N]) {\n"
      "  c[i, j] = cumsum(x[i, j] * w[j] + u[j] * z[j], j)\n}\n", {"M": 4, "N": 2039}),
-    # one column, rows of 2 bytes: nothing to align
     ("func f(x: f16[M, N]) -> (c: f16[M, N]) {\n  c[i, j] = cumsum(x[i, j], i)\n}\n", {"M": 2001, "N": 1}),
-    # rows a warp access covers
     ("func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cummax(x[i, j], j, exclusive=1)\n}\n",
      {"M": 300, "N": 27}),
+    ("func f(x: f32[300, 1031]) -> (c: f32[300, 1031]) {\n  c[i, j] = cumsum(x[i, j], j, reverse=1)\n}\n", {}),
 ])
-def test_kernels_that_shifting_would_not_help_stay_plain(src, sizes):
+def test_more_shapes_off_the_sector(src, sizes):
+    """Operands along the row on the sector beside x and c off it; one column of 2-byte rows; rows a warp access
+    covers; constant sizes."""
     func, f = _lower(src, sizes)
     assert not _shifted(f)
     _check_values(func, f, sizes, seed=2)
-
-
-def test_constant_sizes_take_the_shifted_body_without_a_guard():
-    src = "func f(x: f32[300, 1031]) -> (c: f32[300, 1031]) {\n  c[i, j] = cumsum(x[i, j], j, reverse=1)\n}\n"
-    func, f = _lower(src, {})
-    text = format_func(f)
-    assert "for _s in" in text and "if true" not in text and " % 8 == " not in text
-    _check_values(func, f, {}, seed=3)
