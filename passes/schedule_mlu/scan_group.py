@@ -7,7 +7,9 @@ scan.py's geometry (work units of lanes, tiles along the scan axis): every tile'
 member computes its own operand and scan from them, with its own carry, and stores its result.
 
 Members walking the same way share one walk. When the directions differ the unit walks its tiles twice: forward
-for the forward members (phase 1), then back for the reverse ones (phase 2). Phase 1 copies each tile of the
+for the forward members (phase 1), then back for the reverse ones (phase 2). A tail of 3/4 of a tile or more is
+one more whole tile moved back to end at the row's end (scan.py's overlap_walk), in both phases: phase 2 walks
+the same tiles in reverse order, the overlapping one first. Phase 1 copies each tile of the
 operands phase 2 needs into the core's part of its cluster's SRAM after loading it (scan_sram.py); phase 2 copies
 them back instead of reading GDRAM again. A unit whose tiles do not all fit SRAM reads the rest again (said in a
 remark); a group that can keep none is not formed (two walks of GDRAM are two kernels).
@@ -181,6 +183,8 @@ class _Group(_Kernel, SramKeep):
             if tail:
                 body += self.tile_all(ts0, tail, l0, nl, fwd or rev)
             return body
+        if overlaps(p):   # (a tail of 3/4 of a tile or more: timed on mlu-sim, a shorter one costs more overlapped)
+            return body + self.overlapped(fwd, rev, l0, nl)
         # phase 1 forward over tiles 0..full-1 and the tail; the first `skeep` (the tail counted last) go to SRAM
         kf = min(self.skeep, full)
         fwd_refs, rev_refs = self.refs_of(fwd), self.refs_of(rev)
@@ -206,6 +210,35 @@ class _Group(_Kernel, SramKeep):
         body += phase(rev, rev_refs, kf, lambda k: B.mul(ir.BinOp("-", B.c(kf - 1), k), R), "from",
                       lambda k: ir.BinOp("-", B.c(kf - 1), k))
         return body
+
+    def overlapped(self, fwd: list[int], rev: list[int], l0, nl: int) -> list:
+        """Both walks over S // R + 1 whole tiles, the last moved back to end at the row's end (scan.py's
+        overlap_walk): phase 1 forward over tiles 0..full, phase 2 back over the same tiles from tile full (those
+        SRAM does not keep first). Tile full - 1 hands the forward members the carry at position S - R - 1 (its
+        row tail - 1); tile full hands the reverse ones the carry at position full x R (its row R - tail)."""
+        p = self.p
+        full, tail, R = p.S // p.R, p.S % p.R, p.R
+        n, kf = full + 1, min(self.skeep, full + 1)
+        k = B.v("k_")
+        from_ = lambda j, at: ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(j, 1 - at)))))  # noqa: E731
+        forward = lambda j: ir.BinOp("-", B.c(R - 1), B.mul(from_(j, full - 1), R - tail))  # noqa: E731
+        back = lambda j: B.mul(from_(j, full), R - tail)   # noqa: E731
+
+        def phase(members, refs, count, index, carry, mode=None):
+            if not count:
+                return []
+            self.active, j = refs, index(k)
+            self.carry_row = carry(j)
+            at = lambda: self.tile_all(ir.Call("min", (B.mul(j, R), B.c(p.S - R))), R, l0, nl, members)  # noqa
+            steps = self.in_sram(mode, j, at) if mode else at()
+            self.carry_row = None
+            return [ir.For("k_", B.c(0), B.c(count), tuple(steps))]
+
+        fwd_refs, rev_refs = self.refs_of(fwd), self.refs_of(rev)
+        return (phase(fwd, fwd_refs | self.kept, kf, lambda k: k, forward, "to")
+                + phase(fwd, fwd_refs, n - kf, lambda k: B.add(k, kf), forward)
+                + phase(rev, rev_refs, n - kf, lambda k: ir.BinOp("-", B.c(full), k), back)
+                + phase(rev, rev_refs, kf, lambda k: ir.BinOp("-", B.c(kf - 1), k), back, "from"))
 
     def kernel(self) -> ir.Kernel:
         p = self.p
