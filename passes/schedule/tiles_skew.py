@@ -379,11 +379,13 @@ def _estimate(a, cfg: TileConfig, m, hints, estimate, vec: int, elem: int):
     # `win + 1` independent vector loads per row in flight; the model's full rate is 1024 threads x 16 bytes)
     mem_plain = est.dram_bytes / m.dram_bw / max(est.notes.get("util", 1.0), 1e-3)
     threads = cfg.threads
-    # the skewed tile's blocks: W = tw x 32 columns each, `win + 1` times the plain tile's (its blocks were
-    # taken for the skewed tile's: col_sum at 4093^2 ran on 11 blocks estimated as 32, 52 us against 180 us
-    # measured on an H200)
-    lane_plain, lane = _h(a.axes[cfg.lane], ah), _h(a.axes[cfg.lane], hints)
-    blocks = est.blocks // max(1, -(-lane_plain // (32 * vec))) * -(-lane // (32 * cfg.tw))
+    # the skewed tile's own blocks (the plain estimate's, at sizes rounded to the skew, were taken for them:
+    # col_sum at 4093^2 ran on 16 blocks of W = 256 columns estimated as 32, 52 us against 180 us on an H200)
+    blocks = 1
+    for ax in cfg.grid:
+        ext = _h(a.axes[ax], hints)
+        blocks *= -(-ext // (32 * vec * win)) if ax == cfg.lane else \
+            -(-ext // (cfg.warps * cfg.lanes_w)) if ax == cfg.warp_axis else ext
     resident = max(1, min(m.max_threads_per_sm // threads, 32, m.regs_per_sm // max(1, max(32, regs) * threads)))
     in_flight = min(blocks, resident * m.sms) * threads * (win + 1) * vec * elem
     util = min(1.0, in_flight / (m.sms * 1024 * 16)) * est.notes.get("lane_util", 1.0)

@@ -10,7 +10,8 @@
 # Before the suites, the odd-size cases: the programs in tests/gpu_codegen/odd/ and a few samples timed at sizes whose
 # rows start off a 32-byte sector (M = N = 4093) and at the aligned 4096, and -- with OLD=DIR, a copy of an earlier
 # tree of this repository (git archive REV | tar -x -C DIR) -- the same programs at 4093 compiled by that tree.
-# PROBE=0 leaves out probe_blocks.py (the block-dispatch measurement); SANITIZE=0 the compute-sanitizer runs.
+# PROBE=0 leaves out probe_blocks.py (the block-dispatch measurement); SANITIZE=0 the compute-sanitizer runs;
+# ODD=0 the odd-size cases.
 #
 # The GPU machine has no package index: islpy, z3-solver, lark and interegular travel as wheels for its Python in
 # .whl/ (pip download --only-binary=:all: --python-version 3.12 ...), the package metadata (entry points) as the
@@ -43,11 +44,12 @@ census() {  # census SCRIPT COUNT CHUNKS: seeds 0..COUNT-1 in CHUNKS processes, 
   cat "$work/${script%.py}".*.log >"$work/${script%.py}.log"
 }
 sanitize() {  # compute-sanitizer (racecheck, memcheck) on the odd-size scan programs at small sizes off the sector,
-  local f n tool   # one process per program
+  local f n tool   # one process per program, none started after `stop` (seconds since the epoch)
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer: not found" >"$work/sanitize.none.log"; return; }
   for f in tests/gpu_codegen/odd/*.gir; do
     for n in M=517,N=301 M=3,N=40001 M=4001,N=37; do
       for tool in racecheck memcheck; do
-        (( SECONDS < 120 )) || { echo "=== $tool $f $n: not run (time)"; continue; }
+        (( $(date +%s) < stop )) || { echo "=== $tool $f $n: not run (time)"; continue; }
         echo "=== $tool $f $n: $(timeout 40 compute-sanitizer --tool "$tool" --print-limit 5 python3 -m gir run "$f" \
           --target cuda --sizes "$n" 2>&1 | grep -E "SUMMARY|Hazard|rror|pass|fail|FAIL" | head -6 | tr '\n' ' ')"
       done
@@ -57,7 +59,7 @@ sanitize() {  # compute-sanitizer (racecheck, memcheck) on the odd-size scan pro
 }
 census diffrun.py 240 4 &
 census scanprog.py 240 4 &
-if [[ ${SANITIZE:-1} != 0 ]]; then bash -c "work=$work; $(declare -f sanitize); sanitize" & fi
+if [[ ${SANITIZE:-1} != 0 ]]; then bash -c "work=$work stop=$(( $(date +%s) + 110 )); $(declare -f sanitize); sanitize" & fi
 wait
 { echo "--- pytest"; tail -15 "$work/pytest.log"
   for s in diffrun scanprog; do
@@ -75,14 +77,17 @@ fi
 odd=(tests/gpu_codegen/odd/*.gir samples/cumsum.gir samples/mse_loss.gir samples/col_sum.gir samples/transpose2d.gir)
 odd_bench() {  # odd_bench TAG SIZE [TREE]: the odd-size programs at M = N = SIZE, compiled by the gir of TREE
   local tag=$1 n=$2 tree=${3:-$PWD} files=("${odd[@]/#/$PWD/}")
-  # `python3 -m` puts the working directory first on sys.path: run from the tree whose compiler is wanted
-  (cd "$tree" && PYTHONPATH=${PYTHONPATH/$PWD/$tree} timeout 75 python3 -m gir bench "${files[@]}" \
-    --sizes "M=$n,N=$n" --target cuda --seed 0 --baselines none -q -o "$work/odd-$tag") >"$work/odd-$tag.log" 2>&1
+  # `python3 -m` puts the working directory first on sys.path: run from the tree whose compiler is wanted (the
+  # PYTHONPATH entries, this tree's package metadata among them, come after it)
+  (cd "$tree" && timeout 75 python3 -m gir bench "${files[@]}" --sizes "M=$n,N=$n" --target cuda --seed 0 \
+    --baselines none -q -o "$work/odd-$tag") >"$work/odd-$tag.log" 2>&1
   { echo "--- odd sizes: $tag (rc $?, ${SECONDS}s)"; cat "$work/odd-$tag.log"; } | tee -a "$summary"
 }
-odd_bench new-4093 4093
-odd_bench new-4096 4096
-if [[ -n ${OLD:-} ]]; then odd_bench old-4093 4093 "$PWD/$OLD"; fi
+if [[ ${ODD:-1} != 0 ]]; then
+  odd_bench new-4093 4093
+  odd_bench new-4096 4096
+  if [[ -n ${OLD:-} ]]; then odd_bench old-4093 4093 "$(cd "$OLD" && pwd)"; fi
+fi
 for d in "${dtypes[@]}"; do
   for suite in ${SUITES:-softmax norm reduce transpose elementwise scan}; do
     left=$(( deadline - SECONDS ))
