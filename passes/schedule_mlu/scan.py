@@ -396,17 +396,25 @@ def overlaps(p: _Plan) -> bool:
 
 def overlap_walk(p: _Plan, k: ir.Var) -> tuple:
     """(tile k's scan offset, the row tile k's carry comes from) of the walk of S // R + 1 whole tiles, the last
-    moved back to end at the row's end (it overlaps the tile before by R - tail positions, recomputed equal and
-    stored again): tile full - 1 hands on its carry at the position before the last tile, the others their last
-    row walked."""
-    full, tail = p.S // p.R, p.S % p.R
-    last = B.c(p.S - p.R)
+    moved back to end at the row's end (overlapping the tile before by R - tail positions, recomputed equal and
+    stored again): tile full - 1 hands on its carry at the position before the last tile, the others their last."""
+    full, tail, last = p.S // p.R, p.S % p.R, B.c(p.S - p.R)
     s0 = ir.Call("max", (ir.BinOp("-", last, B.mul(k, p.R)), B.c(0))) if p.scan.reverse else \
         ir.Call("min", (B.mul(k, p.R), last))
-    at_tail = ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(k, 2 - full)))))   # 1 from k = full - 1
     if p.scan.reverse:   # the inclusive value at position R: row R - tail of tile full - 1
-        return s0, B.mul(at_tail, p.R - tail)
-    return s0, ir.BinOp("-", B.c(p.R - 1), B.mul(at_tail, p.R - tail))   # at position S - R - 1: row tail - 1
+        return s0, B.mul(from_tile(k, full - 1), p.R - tail)
+    return s0, forward_carry(p, k)
+
+
+def from_tile(k, at: int):
+    """1 from tile `k` = `at` on, 0 before (an index expression of k)."""
+    return ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(k, 1 - at)))))
+
+
+def forward_carry(p: _Plan, k):
+    """The row tile k of overlap_walk's forward walk hands on its carry from (tail - 1 from tile full - 1 on)."""
+    full, tail = p.S // p.R, p.S % p.R
+    return ir.BinOp("-", B.c(p.R - 1), B.mul(from_tile(k, full - 1), p.R - tail))
 
 
 def raw_operand(scan, types: dict, cdt: ir.DType) -> str | None:

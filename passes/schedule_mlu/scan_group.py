@@ -29,8 +29,8 @@ from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan, overlap_walk,
-                                          overlaps)
+from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan, forward_carry,
+                                          from_tile, overlap_walk, overlaps)
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
@@ -220,9 +220,8 @@ class _Group(_Kernel, SramKeep):
         full, tail, R = p.S // p.R, p.S % p.R, p.R
         n, kf = full + 1, min(self.skeep, full + 1)
         k = B.v("k_")
-        from_ = lambda j, at: ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(j, 1 - at)))))  # noqa: E731
-        forward = lambda j: ir.BinOp("-", B.c(R - 1), B.mul(from_(j, full - 1), R - tail))  # noqa: E731
-        back = lambda j: B.mul(from_(j, full), R - tail)   # noqa: E731
+        forward = lambda j: forward_carry(p, j)   # noqa: E731
+        back = lambda j: B.mul(from_tile(j, full), R - tail)   # noqa: E731
 
         def phase(members, refs, count, index, carry, mode=None):
             if not count:
