@@ -345,7 +345,7 @@ def tile_schedule(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, 
     # plans are timed when the function moves at least RANK_BYTES (below, DMA latencies dominate every plan and
     # the analytic order stands: compile time)
     items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET),
-                          rank if moved >= K.RANK_BYTES else None)
+                          rank if moved >= K.RANK_BYTES else None, allow_sram)
     units = plan.parts * -(-t.n_lanes // plan.W)
     for a in t.units:
         units *= t.axes.ext[a]

@@ -31,7 +31,7 @@ class Plan:
     mode: str          # held | stream | slab
     W: int             # lanes per tile (chunk)
     R: int             # rows per tile (held: all of T; slab: rows per sub-tile)
-    parts: int = 1     # stream: parts of T per (unit point, chunk)
+    parts: int = 1     # stream: parts of T per (unit point, chunk); slab: the cores of a cluster sharing a unit
     dense: bool = False   # NRAM tiles without row padding (kernel attribute layout=dense)
 
 
@@ -243,13 +243,14 @@ def _prod(xs) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ units
-def _unit_loop(var: str, units: int, tasks: int, offset: int, body_of) -> list:
+def _unit_loop(var: str, units: int, tasks: int, offset: int, body_of, task: str = "task_") -> list:
     """A loop over this core's units among `units` (cyclic, continuing after `offset` units assigned before):
-    `body_of(unit_expr)` gives its body."""
+    `body_of(unit_expr)` gives its body. `task`: the variable numbering the `tasks` workers (a cluster's `cl_`
+    when a unit is shared by the cores of a cluster)."""
     if units <= 0:
         return []
     off = offset % tasks
-    core = B.v("task_") if off == 0 else ir.BinOp("%", B.add(B.v("task_"), tasks - off), B.c(tasks))
+    core = B.v(task) if off == 0 else ir.BinOp("%", B.add(B.v(task), tasks - off), B.c(tasks))
     unit = B.add(B.mul(B.v(var), tasks), core)
     trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), core), tasks - 1), B.c(tasks))
     return [ir.For(var, B.c(0), trips, tuple(body_of(unit)))]

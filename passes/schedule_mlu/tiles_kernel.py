@@ -35,14 +35,19 @@ from gir.passes.schedule_mlu.tiles import COL, FULL, ROW, SCAL, NotTile, Tiles, 
 from gir.passes.schedule_mlu.tiles_builder import F32, TASKS, Plan, _prod
 from gir.passes.schedule_mlu.tiles_held import held_kernel
 from gir.passes.schedule_mlu.tiles_nram import footprint
-from gir.passes.schedule_mlu.tiles_slab import slab_kernel
+from gir.passes.schedule_mlu.tiles_slab import levels, slab_kernel
 from gir.passes.schedule_mlu.tiles_stream import stream_kernel
 
 __all__ = ["build", "estimate", "footprint", "lane_candidates", "NRAM_BUDGET", "Plan", "TASKS"]
 
 NRAM_BUDGET = 720 * 1024        # of 768 KiB: what the emitter declares for the kernel (scratch tiles included)
+CORES = 4                       # cores per cluster (passes/machines/mlu370.json)
 LAT = 500e-9                    # one GDRAM DMA's latency (serialised on its core's IO pipe)
 GDRAM_BW, CORE_BW = 307e9, 64e9
+CLOCK = 1.0e9                   # core clock (Hz)
+CMP_FNS = ("eq", "ne", "lt", "le", "gt", "ge")
+TRED_FNS = ("tsum", "tmax", "tmin")
+GRANULE = 64                    # GDRAM DMA granule (bytes)
 
 
 def _es(dt: ir.DType) -> int:
@@ -62,13 +67,19 @@ def lane_candidates(t: Tiles) -> list[int]:
 
 
 def _bytes(t: Tiles, kinds, nr: int, nw: int) -> tuple[int, int]:
-    """(GDRAM bytes, DMA count) of moving the tensors of the given kinds for a tile of nr rows and nw lanes."""
+    """(GDRAM bytes, DMA count) of moving the tensors of the given kinds for a tile of nr rows and nw lanes. A
+    tile narrower than the rows of a tensor whose rows are not whole 64-byte DMA granules moves segments at every
+    offset in a granule: about a granule's part more per segment (read), and a stored segment's two partial
+    granules read back (read-modify-write)."""
     total, count = 0, 0
     for name, kind in list(t.inputs.items()) + list(t.outputs.items()):
         if kind not in kinds:
             continue
         ht, hl = _has(kind)
-        n = (nr if ht else 1) * (nw if hl else 1) * _es(t.dtype(name))
+        es = _es(t.dtype(name))
+        n = (nr if ht else 1) * (nw if hl else 1) * es
+        if hl and nw < t.n_lanes and (t.n_lanes * es) % GRANULE and t.axes.dims[name][-1] == t.lane:
+            n += (nr if ht else 1) * (GRANULE - es + (2 * GRANULE if name in t.outputs else 0))
         total += max(n, 64)
         count += 1
     return total, count
@@ -91,6 +102,15 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
         subs = -(-t.n_rows // plan.R)
         tiles = sum(1 for n, k in list(t.inputs.items()) + list(t.outputs.items()) if _has(k)[0] and
                     not (n in t.inputs and k == ROW and t.dtype(n) == F32))   # (whole per unit: tiles_slab.py)
+        if plan.parts > 1:   # a cluster's cores share each unit: a core moves its share of the sub-tiles
+            cores = plan.parts
+            units = nu * chunks
+            active = min(tasks, cores * units)
+            bw = min(CORE_BW, GDRAM_BW / active)
+            per_cl = -(-units // (tasks // cores))
+            mine = -(-subs // cores)
+            comp = mine * plan.R * plan.W * _cycles_per_element(t) / CLOCK   # (fewer busy cores: more each)
+            return per_cl * (max(b / cores / bw, comp) + mine * tiles * LAT + 2 * ft / bw + _combine_s(t)) * 1.05
         return per_core * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw) * 1.05
     rows = -(-t.n_rows // plan.parts)
     tiles = -(-rows // plan.R)
@@ -100,22 +120,31 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
 
 
 RANKED = 6   # plans that fit NRAM timed by the MLU cost model (`rank`), in the analytic estimate's order
+RANKED_SHARED = 6   # ... and as many of the slabs a cluster shares (tiles_cluster.py), timed besides those
 RANK_BYTES = 1 << 20   # ... for functions moving at least this many bytes (tiles.tile_schedule)
 
 
-def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank=None) -> tuple[list, Plan]:
+def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank=None,
+          sram: bool = True) -> tuple[list, Plan]:
     """The items (kernels, GDRAM temporaries) of the cheapest plan whose tiles fit NRAM: the first in the order of
     `estimate` (GDRAM bytes and DMA latencies of the busiest core), or, with `rank(items) -> seconds` (the MLU
     cost model, passes/schedule_mlu/cost.py: compute and issue costs too), the fastest of the first RANKED that
     fit unless within the MLU ranking policy's tie of an earlier one."""
     cands: list[Plan] = []
     nu = _prod([t.axes.ext[a] for a in t.units])
-    for w in lane_candidates(t):
+    shared = t.held and cluster_ok(t, tasks, sram)
+    lanes = lane_candidates(t)
+    for w in sorted(set(lanes) | (set(_balanced(t, tasks // CORES)) if shared else set())):
         if t.held:
-            cands.append(Plan("held", w, t.n_rows, dense=w % 64 == 32))
+            if w in lanes:
+                cands.append(Plan("held", w, t.n_rows, dense=w % 64 == 32))
             for sub in (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048):
                 if sub < t.n_rows and sub * w >= 2048:   # sub-tiles of 8 KiB and more (DMA latencies)
-                    cands.append(Plan("slab", w, sub, dense=w % 64 == 32))
+                    if w in lanes:
+                        cands.append(Plan("slab", w, sub, dense=w % 64 == 32))
+                    # (every core of a cluster has a sub-tile; at least half the cores have work)
+                    if shared and sub * CORES < 2 * t.n_rows and 2 * CORES * nu * -(-t.n_lanes // w) >= tasks:
+                        cands.append(Plan("slab", w, sub, CORES, dense=w % 64 == 32))
             continue
         chunks = -(-t.n_lanes // w)
         split = not t.units and all(t.outputs[n] in (COL, SCAL) for n in t.outputs if _scope_out(t, n) != "tile")
@@ -130,8 +159,10 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
                 cands.append(Plan("stream", w, r, p, dense=w % 64 == 32))
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
-    tried, fitting = 0, []
+    tried, fitting, shared_fit = 0, [], 0
     for pl in cands:
+        if pl.parts > 1 and pl.mode == "slab" and shared_fit >= RANKED_SHARED:
+            continue
         items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
         if pl.mode == "stream" and footprint(t, items) > nram:   # (the per-row inputs' unit buffers crowd it out)
             items = stream_kernel(t, pl, name, tasks, unit_inputs=False)
@@ -140,7 +171,9 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             if rank is None:
                 return items, pl
             fitting.append((items, pl))
-            if len(fitting) >= RANKED:
+            if pl.parts > 1 and pl.mode == "slab":
+                shared_fit += 1
+            if len(fitting) - shared_fit >= RANKED and (shared_fit >= RANKED_SHARED or not shared):
                 break
         if tried > 60:
             break
@@ -151,10 +184,49 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     return order(fitting, lambda f: rank(f[0]), MLU_RANKING)[0]
 
 
+def _cycles_per_element(t: Tiles) -> float:
+    """Vector cycles per f32 element of a tile for the tile's element-wise ops and reductions over T (128-byte
+    vector units: 32 elements per cycle of a simple op, 8 cycles for a division or a special function)."""
+    cheap = {"copy", "neg", "max", "min", "tsum", "tmax", "tmin", "add", "sub", "mul"} | set(CMP_FNS)
+    return sum(1 if op.fn in cheap else 8 for op in t.ops if op.dst.kind == FULL or op.fn in TRED_FNS) / 32
+
+
+def _balanced(t: Tiles, clusters: int) -> list[int]:
+    """Lane widths (multiples of 32) that deal the lanes out to the clusters in 1 to 4 even rounds (a 1,025-lane
+    tensor in 128-lane chunks is 9 units for 8 clusters: two rounds, the second for one lane)."""
+    if _lane_reduced(t) or t.n_lanes <= 32:
+        return []
+    nu = _prod([t.axes.ext[a] for a in t.units])
+    out = set()
+    for rounds in range(1, 5):
+        chunks = -(-clusters * rounds // nu)   # lane chunks per unit point
+        if chunks > 1:
+            w = L.round_up(-(-t.n_lanes // chunks), 32)
+            if 32 <= w <= min(t.n_lanes, 8192):
+                out.add(w)
+    return sorted(out)
+
+
+def _combine_s(t: Tiles) -> float:
+    """Seconds of a shared slab's cross-core combines per unit (two cluster barriers and SRAM copies per pass that
+    finishes statistics over T)."""
+    lv, _ = levels(t)
+    return 2 * len({lv[op.dst.name] for op in t.ops if op.fn in ("tsum", "tmax", "tmin")}) * 0.4e-6
+
+
+def cluster_ok(t: Tiles, tasks: int, sram: bool) -> bool:
+    """A unit's slab may be shared by a cluster's cores: SRAM allowed, whole clusters, statistics over T all per
+    lane (combined lane-wise across the cores: tiles_cluster.py)."""
+    reds = [op for op in t.ops if op.fn in ("tsum", "tmax", "tmin")]
+    return sram and tasks % CORES == 0 and bool(reds) and all(op.dst.kind == COL for op in reds)
+
+
 def _lower_bound(t: Tiles, pl: Plan) -> int:
     """NRAM bytes any kernel of the plan needs at least: its largest tile (held: in two pipeline slots)."""
     pitch = pl.W if pl.dense or pl.W % L.PITCH == 0 else L.round_up(pl.W, L.PITCH)
     rows = t.n_rows if pl.mode in ("held", "slab") else pl.R
+    if pl.mode == "slab" and pl.parts > 1:
+        rows = -(-t.n_rows // pl.R // pl.parts) * pl.R
     return rows * pitch * 4 * (2 if pl.mode == "held" else 1)
 
 

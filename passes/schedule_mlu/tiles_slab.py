@@ -12,6 +12,7 @@ from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, Op, Tiles, Val, _has
+from gir.passes.schedule_mlu.tiles_cluster import CORE, Combine, cluster_kernel, sub_tiles
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
                                                    _kernel, _prod, _unit_loop, decode_loops, op_value, region,
                                                    rounding_tile)
@@ -50,6 +51,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     kb = KernelBuilder(t, plan, name, tasks)
     sc = kb.scope
     S, W, nt = plan.R, plan.W, kb.nt
+    cores = plan.parts   # > 1: the cores of a cluster share a unit's slab (tiles_cluster.py)
     lv, online = levels(t)
     core_moves, core_comps, core = _core_part(kb)
     # ops whose values are needed (the online sum recomputes its operand in the pass of the max)
@@ -79,7 +81,8 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     # buffers: core values (own), unit-level T-free values (own), slab values (slab tiles by pass liveness),
     # sub-tile values (per pass, by liveness)
     bufs = kb.bufs
-    slabs = Buffers(t, L.round_up(nt, S), W)   # whole sub-tiles: a tail sub-tile's ops stay inside the slab
+    # whole sub-tiles (a tail sub-tile's ops stay inside the slab); shared: this core's sub-tiles
+    slabs = Buffers(t, -(-nt // S // cores) * S if cores > 1 else L.round_up(nt, S), W)
     for n in t.inputs:
         if sc[n] == "core":
             continue
@@ -181,7 +184,9 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
             out += kb.compute(op, S, nw)
         return out
 
-    def step(p, idx, k0, nr, l0, nw) -> list:
+    def step(p, idx, k0, nr, l0, nw, g0=None) -> list:
+        """Pass p over the sub-tile of `nr` rows at row k0 of the slab (row g0 of the tensors; default k0)."""
+        g0 = k0 if g0 is None else g0
         moves, comps, stores = [], [], []
         if p == 0:
             for n in t.inputs:
@@ -189,7 +194,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
                     continue
                 dt = t.dtype(n)
                 dst = raw(n, k0, nr, nw)
-                src = kb.gregion(n, idx, k0, nr, l0, nw)
+                src = kb.gregion(n, idx, g0, nr, l0, nw)
                 if dt == F32:
                     moves.append(B.move("load", dst, src))
                 else:
@@ -233,7 +238,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
                     src = hreg
                 if t.outputs[n] == ROW:
                     src = B.ref(src.name, src.index[0], B.c(0))
-                stores.append(B.move("store", kb.gregion(n, idx, k0, nr, l0, nw), src))
+                stores.append(B.move("store", kb.gregion(n, idx, g0, nr, l0, nw), src))
         return moves + comps + stores
 
     full, tail = nt // S, nt % S
@@ -241,7 +246,8 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     # f32 inputs of one value per slab row (a per-channel gamma of a group's slab): the unit's whole column in one
     # DMA before the passes, not a DMA of S elements per sub-tile (each pays the GDRAM latency)
     whole = {n for n in t.inputs if sc[n] == "tile" and n in bufs.of and bufs.of[n] in slab_bufs and
-             bufs.kind[bufs.of[n]] == ROW and t.dtype(n) == F32}
+             bufs.kind[bufs.of[n]] == ROW and t.dtype(n) == F32 and cores == 1}
+    comb = Combine(bufs, cores, W)
 
     def unit(idx, l0, nw) -> list:
         out = []
@@ -255,26 +261,39 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
             out.append(ir.Assign(reg(n, 0, S, nw), B.c(IDENT[op.fn[1:]])))
         for p in range(npass):
             out += between(p, nw)
+            if cores > 1:
+                out += sub_tiles(full, tail, S, cores, lambda k0, g0, nr: step(p, idx, k0, nr, l0, nw, g0))
+                done = {n: op.fn[1:] for n, op in accs.items() if lv[n] - 1 == p}
+                out += comb.stmts(done, {s: m for s, (m, _) in online.items() if s in done},
+                                  lambda n: reg(n, 0, S, nw), nw)
+                continue
             if full:
                 kv = f"k{p}_"
                 out.append(ir.For(kv, B.c(0), B.c(full), tuple(step(p, idx, B.mul(B.v(kv), S), S, l0, nw))))
             if tail:
                 out += step(p, idx, B.c(nt - tail), tail, l0, nw)
         out += between(npass, nw)
+        stores = []
         for n in t.outputs:
             if not _has(t.outputs[n])[0]:
                 c, m = kb.store(n, idx, B.c(0), S, l0, nw)
-                out += c + m
-        return out
+                stores += c + m
+        if cores > 1 and stores:   # every core of the cluster holds the combined values: one stores them
+            stores = [ir.If(ir.BinOp("==", B.v(CORE), B.c(0)), tuple(stores), ())]
+        return out + stores
 
     radix = [(a, t.axes.ext[a]) for a in t.units]
     nu = _prod([e for _, e in radix])
     cm, wl = t.n_lanes // W, t.n_lanes % W
-    loops = _unit_loop("it_", nu * cm, tasks, 0, lambda u: decode_loops(
-        kb, u, radix + [("chunk", cm)], lambda idx: unit(idx, B.mul(idx["chunk"], W), W)))
+    workers, task = (tasks // cores, "cl_") if cores > 1 else (tasks, "task_")
+    loops = _unit_loop("it_", nu * cm, workers, 0, lambda u: decode_loops(
+        kb, u, radix + [("chunk", cm)], lambda idx: unit(idx, B.mul(idx["chunk"], W), W)), task)
     if wl:
-        loops += _unit_loop("iu_", nu, tasks, nu * cm, lambda u: decode_loops(
-            kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)))
+        loops += _unit_loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
+            kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)), task)
+    if cores > 1:
+        return [cluster_kernel(name, tasks, cores, list(comb.sram.values()), list(bufs.allocs.values()),
+                               core_moves + core_comps + loops, plan.dense)]
     return [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps + loops, plan.dense)]
 
 

@@ -1,0 +1,96 @@
+"""The slab kernel shared by the cores of a cluster (tiles_slab.py with `Plan.parts` = cores per cluster).
+
+A unit's [T, W] slab does not fit one core's NRAM when W is wide (128 f32 lanes are 512-byte row segments, 64-byte
+DMA granules wasted at a segment's two ends only), so the cores of a cluster share it: sub-tile g of S rows goes to
+core g % cores (`sub_tiles`), each core keeps its sub-tiles in its NRAM, and the statistics over T (column sums,
+maxima, the online softmax's max and rescaled sum) are combined across the cluster through SRAM after the pass
+that accumulates them (`combine`):
+
+    parallel cl_ in 0..clusters @cluster {
+      alloc s_x: f32[cores, W] @sram                      # one row of partials per core
+      parallel co_ in 0..cores @core {
+        for it_ in 0..units of this cluster {             # every core of the cluster walks the same units
+          for k in 0..(full - co_ + cores - 1) // cores { ...sub-tile k * cores + co_, rows k * S of its slab... }
+          if co_ == full % cores { ...the tail sub-tile... }
+          copy s_x[co_, 0:W] <- s_t[0:W]; sync @cluster   # partials in
+          copy s_a[0:cores, 0:W] <- s_x[0:cores, 0:W]; sync @cluster
+          s_t[0:W] = sum(s_a[0:cores, 0:W], axis=0)       # (max / min alike; online: rescaled to the new max)
+          ...the next passes over the core's own sub-tiles...
+      } } }
+
+The loops the barriers sit in run the same trips on every core of the cluster (units by `cl_`), so `sync @cluster`
+stays under uniform conditions.
+"""
+from __future__ import annotations
+
+from gir import ir
+from gir.passes.schedule_mlu import build as B
+from gir.passes.schedule_mlu.tiles import FULL
+
+CORE = "co_"
+
+
+def cluster_kernel(name: str, tasks: int, cores: int, sram: list, nram: list, body: list, dense: bool) -> ir.Kernel:
+    inner = ir.Parallel(CORE, B.c(0), B.c(cores), ir.ParLevel.core, tuple(nram) + tuple(body))
+    outer = ir.Parallel("cl_", B.c(0), B.c(tasks // cores), ir.ParLevel.cluster, tuple(sram) + (inner,))
+    attrs = (("task_dim", str(tasks)),) + ((("layout", "dense"),) if dense else ())
+    return ir.Kernel(name, (outer,), attrs)
+
+
+def sub_tiles(full: int, tail: int, S: int, cores: int, step) -> list:
+    """This core's sub-tiles of a slab of `full` whole sub-tiles of S rows and a `tail`: sub-tile g on core
+    g % cores at rows (g // cores) * S of its slab; `step(local_row0, global_row0, rows)` builds one."""
+    out = []
+    co = B.v(CORE)
+    if full:
+        kv = "ks_"
+        trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(full), co), cores - 1), B.c(cores))
+        g0 = B.mul(B.add(B.mul(B.v(kv), cores), co), S)
+        out.append(ir.For(kv, B.c(0), trips, tuple(step(B.mul(B.v(kv), S), g0, S))))
+    if tail:
+        owner = full % cores
+        body = step(B.c(full // cores * S), B.c(full * S), tail)
+        out.append(ir.If(ir.BinOp("==", co, B.c(owner)), tuple(body), ()))
+    return out
+
+
+class Combine:
+    """The cross-core combine of a cluster's partial statistics (one [cores, W] SRAM tile and one NRAM tile of
+    partials per statistic)."""
+
+    def __init__(self, bufs, cores: int, W: int):
+        self.bufs, self.cores, self.W = bufs, cores, max(2, W)
+        self.sram: dict[str, ir.Alloc] = {}
+
+    def _tiles(self, n: str) -> tuple[str, str]:
+        x, a = f"{n}_x", f"{n}_a"
+        if x not in self.sram:
+            self.sram[x] = B.alloc(x, ir.DType.f32, (self.cores, self.W), "sram")
+            self.bufs.allocs[a] = B.alloc(a, ir.DType.f32, (self.cores, self.W), "nram")
+            self.bufs.kind[a] = FULL
+        return x, a
+
+    def stmts(self, accs: dict, online: dict, acc_ref, nw: int) -> list:
+        """Statements combining the partials of `accs` ({name: reduction}; `online`: {sum: its max}), whose
+        per-core value `acc_ref(name)` is a [nw] region, into every core's full value."""
+        if not accs:
+            return []
+        c, co = self.cores, B.v(CORE)
+        put, get, comp = [], [], []
+        part = {}
+        for n in accs:
+            x, a = self._tiles(n)
+            put.append(B.move("copy", B.ref(x, co, B.sl(0, nw)), acc_ref(n)))
+            get.append(B.move("copy", B.ref(a, B.sl(0, c), B.sl(0, nw)), B.ref(x, B.sl(0, c), B.sl(0, nw))))
+            part[n] = B.ref(a, B.sl(0, c), B.sl(0, nw))
+        for n, red in accs.items():
+            if n in online:
+                continue
+            comp.append(ir.Assign(acc_ref(n), ir.Reduce(red, part[n], (0,))))
+        for s, m in online.items():   # s = sum_i s_i * exp(m_i - m), m = max_i m_i (combined above)
+            comp += [ir.Assign(part[m], ir.BinOp("-", part[m], acc_ref(m))),
+                     ir.Assign(part[m], ir.Call("exp", (part[m],))),
+                     ir.Assign(part[s], ir.BinOp("*", part[s], part[m])),
+                     ir.Assign(acc_ref(s), ir.Reduce("sum", part[s], (0,)))]
+        bar = ir.Sync(ir.ParLevel.cluster)
+        return put + [bar] + get + [bar] + comp
