@@ -120,7 +120,7 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
 
 
 RANKED = 6   # plans that fit NRAM timed by the MLU cost model (`rank`), in the analytic estimate's order
-RANKED_SHARED = 6   # ... and as many of the slabs a cluster shares (tiles_cluster.py), timed besides those
+RANKED_SHARED = 4   # ... and up to this many slabs a cluster shares (tiles_cluster.py), timed besides those
 RANK_BYTES = 1 << 20   # ... for functions moving at least this many bytes (tiles.tile_schedule)
 
 
