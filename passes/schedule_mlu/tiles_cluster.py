@@ -26,8 +26,19 @@ from __future__ import annotations
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu.tiles import FULL
+from gir.passes.schedule_mlu.tiles_builder import _unit_loop
 
 CORE = "co_"
+
+
+def is_shared(plan) -> bool:
+    """Whether a tile plan (tiles_builder.Plan) is a slab shared by the cores of a cluster."""
+    return plan.mode == "slab" and plan.parts > 1
+
+
+def shared_rows(rows: int, S: int, cores: int) -> int:
+    """Rows of one core's slab: its sub-tiles of S rows among the ceil(rows / S) dealt out to `cores` cores."""
+    return -(-rows // S // cores) * S
 
 
 def cluster_kernel(name: str, tasks: int, cores: int, sram: list, nram: list, body: list, dense: bool) -> ir.Kernel:
@@ -40,13 +51,8 @@ def cluster_kernel(name: str, tasks: int, cores: int, sram: list, nram: list, bo
 def sub_tiles(full: int, tail: int, S: int, cores: int, step) -> list:
     """This core's sub-tiles of a slab of `full` whole sub-tiles of S rows and a `tail`: sub-tile g on core
     g % cores at rows (g // cores) * S of its slab; `step(local_row0, global_row0, rows)` builds one."""
-    out = []
     co = B.v(CORE)
-    if full:
-        kv = "ks_"
-        trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(full), co), cores - 1), B.c(cores))
-        g0 = B.mul(B.add(B.mul(B.v(kv), cores), co), S)
-        out.append(ir.For(kv, B.c(0), trips, tuple(step(B.mul(B.v(kv), S), g0, S))))
+    out = _unit_loop("ks_", full, cores, 0, lambda g: step(B.mul(B.v("ks_"), S), B.mul(g, S), S), CORE)
     if tail:
         owner = full % cores
         body = step(B.c(full // cores * S), B.c(full * S), tail)

@@ -35,19 +35,18 @@ from gir.passes.schedule_mlu.tiles import COL, FULL, ROW, SCAL, NotTile, Tiles, 
 from gir.passes.schedule_mlu.tiles_builder import F32, TASKS, Plan, _prod
 from gir.passes.schedule_mlu.tiles_held import held_kernel
 from gir.passes.schedule_mlu.tiles_nram import footprint
-from gir.passes.schedule_mlu.tiles_slab import levels, slab_kernel
+from gir.passes.machines import MLU370
+from gir.passes.schedule_mlu.tiles_cluster import is_shared, shared_rows
+from gir.passes.schedule_mlu.tiles_slab import TRED, levels, slab_kernel
 from gir.passes.schedule_mlu.tiles_stream import stream_kernel
 
 __all__ = ["build", "estimate", "footprint", "lane_candidates", "NRAM_BUDGET", "Plan", "TASKS"]
 
 NRAM_BUDGET = 720 * 1024        # of 768 KiB: what the emitter declares for the kernel (scratch tiles included)
-CORES = 4                       # cores per cluster (passes/machines/mlu370.json)
 LAT = 500e-9                    # one GDRAM DMA's latency (serialised on its core's IO pipe)
 GDRAM_BW, CORE_BW = 307e9, 64e9
-CLOCK = 1.0e9                   # core clock (Hz)
-CMP_FNS = ("eq", "ne", "lt", "le", "gt", "ge")
-TRED_FNS = ("tsum", "tmax", "tmin")
-GRANULE = 64                    # GDRAM DMA granule (bytes)
+CORES = MLU370.cores_per_cluster
+GRANULE = MLU370.dma_granularity
 
 
 def _es(dt: ir.DType) -> int:
@@ -102,15 +101,14 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
         subs = -(-t.n_rows // plan.R)
         tiles = sum(1 for n, k in list(t.inputs.items()) + list(t.outputs.items()) if _has(k)[0] and
                     not (n in t.inputs and k == ROW and t.dtype(n) == F32))   # (whole per unit: tiles_slab.py)
-        if plan.parts > 1:   # a cluster's cores share each unit: a core moves its share of the sub-tiles
-            cores = plan.parts
-            units = nu * chunks
-            active = min(tasks, cores * units)
-            bw = min(CORE_BW, GDRAM_BW / active)
-            per_cl = -(-units // (tasks // cores))
-            mine = -(-subs // cores)
-            comp = mine * plan.R * plan.W * _cycles_per_element(t) / CLOCK   # (fewer busy cores: more each)
-            return per_cl * (max(b / cores / bw, comp) + mine * tiles * LAT + 2 * ft / bw + _combine_s(t)) * 1.05
+        if is_shared(plan):   # a cluster's cores share each unit: a core moves its share of the sub-tiles (f32
+            # per-row inputs too: no whole-unit loads), then the combines
+            rows = shared_rows(t.n_rows, plan.R, plan.parts)
+            per_cl = -(-units // tasks)   # (units counts a unit once per core of its cluster)
+            dmas = sum(1 for k in list(t.inputs.values()) + list(t.outputs.values()) if _has(k)[0])
+            comp = rows * plan.W * _cycles_per_element(t) / MLU370.clock_hz   # (fewer busy cores: more each)
+            return per_cl * (max(b / plan.parts / bw, comp) + rows // plan.R * dmas * LAT + 2 * ft / bw +
+                             _combine_s(t)) * 1.05
         return per_core * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw) * 1.05
     rows = -(-t.n_rows // plan.parts)
     tiles = -(-rows // plan.R)
@@ -142,7 +140,8 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
                 if sub < t.n_rows and sub * w >= 2048:   # sub-tiles of 8 KiB and more (DMA latencies)
                     if w in lanes:
                         cands.append(Plan("slab", w, sub, dense=w % 64 == 32))
-                    # (every core of a cluster has a sub-tile; at least half the cores have work)
+                    # (three sub-tiles or more: a core without one keeps the identity; at least half the
+                    # cores have work, else the one-core slab or another recipe)
                     if shared and sub * CORES < 2 * t.n_rows and 2 * CORES * nu * -(-t.n_lanes // w) >= tasks:
                         cands.append(Plan("slab", w, sub, CORES, dense=w % 64 == 32))
             continue
@@ -161,7 +160,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
     tried, fitting, shared_fit = 0, [], 0
     for pl in cands:
-        if pl.parts > 1 and pl.mode == "slab" and shared_fit >= RANKED_SHARED:
+        if is_shared(pl) and shared_fit >= RANKED_SHARED:
             continue
         items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
         if pl.mode == "stream" and footprint(t, items) > nram:   # (the per-row inputs' unit buffers crowd it out)
@@ -171,8 +170,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             if rank is None:
                 return items, pl
             fitting.append((items, pl))
-            if pl.parts > 1 and pl.mode == "slab":
-                shared_fit += 1
+            shared_fit += is_shared(pl)
             if len(fitting) - shared_fit >= RANKED and (shared_fit >= RANKED_SHARED or not shared):
                 break
         if tried > 60:
@@ -187,8 +185,8 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
 def _cycles_per_element(t: Tiles) -> float:
     """Vector cycles per f32 element of a tile for the tile's element-wise ops and reductions over T (128-byte
     vector units: 32 elements per cycle of a simple op, 8 cycles for a division or a special function)."""
-    cheap = {"copy", "neg", "max", "min", "tsum", "tmax", "tmin", "add", "sub", "mul"} | set(CMP_FNS)
-    return sum(1 if op.fn in cheap else 8 for op in t.ops if op.dst.kind == FULL or op.fn in TRED_FNS) / 32
+    cheap = {"copy", "neg", "max", "min", "add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge"} | set(TRED)
+    return sum(1 if op.fn in cheap else 8 for op in t.ops if op.dst.kind == FULL or op.fn in TRED) / 32
 
 
 def _balanced(t: Tiles, clusters: int) -> list[int]:
@@ -208,16 +206,18 @@ def _balanced(t: Tiles, clusters: int) -> list[int]:
 
 
 def _combine_s(t: Tiles) -> float:
-    """Seconds of a shared slab's cross-core combines per unit (two cluster barriers and SRAM copies per pass that
-    finishes statistics over T)."""
+    """Seconds of a shared slab's cross-core combines per unit: per pass that finishes statistics over T, two
+    cluster barriers and four SRAM copies (their latency)."""
     lv, _ = levels(t)
-    return 2 * len({lv[op.dst.name] for op in t.ops if op.fn in ("tsum", "tmax", "tmin")}) * 0.4e-6
+    m = MLU370
+    return len({lv[op.dst.name] for op in t.ops if op.fn in TRED}) * \
+        (2 * m.sync_cluster_cycles + 4 * m.sram_latency_cycles) / m.clock_hz
 
 
 def cluster_ok(t: Tiles, tasks: int, sram: bool) -> bool:
     """A unit's slab may be shared by a cluster's cores: SRAM allowed, whole clusters, statistics over T all per
     lane (combined lane-wise across the cores: tiles_cluster.py)."""
-    reds = [op for op in t.ops if op.fn in ("tsum", "tmax", "tmin")]
+    reds = [op for op in t.ops if op.fn in TRED]
     return sram and tasks % CORES == 0 and bool(reds) and all(op.dst.kind == COL for op in reds)
 
 
@@ -225,8 +225,8 @@ def _lower_bound(t: Tiles, pl: Plan) -> int:
     """NRAM bytes any kernel of the plan needs at least: its largest tile (held: in two pipeline slots)."""
     pitch = pl.W if pl.dense or pl.W % L.PITCH == 0 else L.round_up(pl.W, L.PITCH)
     rows = t.n_rows if pl.mode in ("held", "slab") else pl.R
-    if pl.mode == "slab" and pl.parts > 1:
-        rows = -(-t.n_rows // pl.R // pl.parts) * pl.R
+    if is_shared(pl):
+        rows = shared_rows(t.n_rows, pl.R, pl.parts)
     return rows * pitch * 4 * (2 if pl.mode == "held" else 1)
 
 

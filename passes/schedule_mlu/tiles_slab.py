@@ -12,7 +12,8 @@ from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, Op, Tiles, Val, _has
-from gir.passes.schedule_mlu.tiles_cluster import CORE, Combine, cluster_kernel, sub_tiles
+from gir.passes.schedule_mlu.longrows import ONLINE_MAX_START
+from gir.passes.schedule_mlu.tiles_cluster import CORE, Combine, cluster_kernel, shared_rows, sub_tiles
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
                                                    _kernel, _prod, _unit_loop, decode_loops, op_value, region,
                                                    rounding_tile)
@@ -82,7 +83,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     # sub-tile values (per pass, by liveness)
     bufs = kb.bufs
     # whole sub-tiles (a tail sub-tile's ops stay inside the slab); shared: this core's sub-tiles
-    slabs = Buffers(t, -(-nt // S // cores) * S if cores > 1 else L.round_up(nt, S), W)
+    slabs = Buffers(t, shared_rows(nt, S, cores) if cores > 1 else L.round_up(nt, S), W)
     for n in t.inputs:
         if sc[n] == "core":
             continue
@@ -248,6 +249,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     whole = {n for n in t.inputs if sc[n] == "tile" and n in bufs.of and bufs.of[n] in slab_bufs and
              bufs.kind[bufs.of[n]] == ROW and t.dtype(n) == F32 and cores == 1}
     comb = Combine(bufs, cores, W)
+    online_max = {m for m, _ in online.values()}
 
     def unit(idx, l0, nw) -> list:
         out = []
@@ -258,7 +260,8 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
         for n in sorted(whole):
             out.append(B.move("load", raw(n, B.c(0), nt, nw), kb.gregion(n, idx, B.c(0), nt, l0, nw)))
         for n, op in accs.items():
-            out.append(ir.Assign(reg(n, 0, S, nw), B.c(IDENT[op.fn[1:]])))
+            start = ONLINE_MAX_START if n in online_max else IDENT[op.fn[1:]]   # (a sub-tile of -inf only)
+            out.append(ir.Assign(reg(n, 0, S, nw), B.c(start)))
         for p in range(npass):
             out += between(p, nw)
             if cores > 1:
