@@ -62,7 +62,7 @@ class Instr:
     conds: tuple[ir.Expr, ...]
     path: tuple[tuple[object, str], ...]  # enclosing (scope node, branch) for rebuilding GIR
     accesses: tuple[Access, ...]
-    seg: int  # barrier segment: number of block/cluster barriers passed in program text
+    seg: int  # barrier segment: number of block / cluster / all-task barriers passed in program text
     sync_loops: tuple[SyncLoop, ...] = ()
     phase: int = 0  # `sync @all` barriers (outside loops and conditions) passed in program text: every task's
     #                 instructions of one phase precede every task's of the next
@@ -249,7 +249,7 @@ class _Walker:
                 self.seg += 1   # a block-wide step: the emitted code has barriers around it
         elif isinstance(s, ir.Sync):
             self.emit(s, "sync", [], vars, conds, path, sloops)
-            if s.level in BARRIER_LEVELS:
+            if s.level in BARRIER_LEVELS or s.level == ir.ParLevel.all:   # (all tasks wait: a cluster's too)
                 self.seg += 1
             if s.level == ir.ParLevel.all and not sloops and not conds:
                 self.phase += 1

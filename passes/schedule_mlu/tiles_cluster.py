@@ -48,11 +48,12 @@ def cluster_kernel(name: str, tasks: int, cores: int, sram: list, nram: list, bo
     return ir.Kernel(name, (outer,), attrs)
 
 
-def sub_tiles(full: int, tail: int, S: int, cores: int, step) -> list:
+def sub_tiles(full: int, tail: int, S: int, cores: int, step, core: str = CORE) -> list:
     """This core's sub-tiles of a slab of `full` whole sub-tiles of S rows and a `tail`: sub-tile g on core
-    g % cores at rows (g // cores) * S of its slab; `step(local_row0, global_row0, rows)` builds one."""
-    co = B.v(CORE)
-    out = _unit_loop("ks_", full, cores, 0, lambda g: step(B.mul(B.v("ks_"), S), B.mul(g, S), S), CORE)
+    g % cores (numbered by `core`) at rows (g // cores) * S of its slab; `step(local_row0, global_row0, rows)`
+    builds one."""
+    co = B.v(core)
+    out = _unit_loop("ks_", full, cores, 0, lambda g: step(B.mul(B.v("ks_"), S), B.mul(g, S), S), core)
     if tail:
         owner = full % cores
         body = step(B.c(full // cores * S), B.c(full * S), tail)
@@ -61,17 +62,19 @@ def sub_tiles(full: int, tail: int, S: int, cores: int, step) -> list:
 
 
 class Combine:
-    """The cross-core combine of a cluster's partial statistics (one [cores, W] SRAM tile and one NRAM tile of
-    partials per statistic)."""
+    """The cross-core combine of partial statistics (one [cores, W] exchange tile and one NRAM tile of partials
+    per statistic): the cores of a cluster through SRAM (`sync @cluster`), or every core of the kernel through a
+    GDRAM array (`grid`: `sync @all`, the array a function-level temporary named after the kernel)."""
 
-    def __init__(self, bufs, cores: int, W: int):
-        self.bufs, self.cores, self.W = bufs, cores, max(2, W)
-        self.sram: dict[str, ir.Alloc] = {}
+    def __init__(self, bufs, cores: int, W: int, grid: str | None = None):
+        self.bufs, self.cores, self.W, self.grid = bufs, cores, max(2, W), grid
+        self.sram: dict[str, ir.Alloc] = {}   # the exchange tiles (SRAM allocs; GDRAM: function-level items)
+        self.core = "task_" if grid else CORE
 
     def _tiles(self, n: str) -> tuple[str, str]:
-        x, a = f"{n}_x", f"{n}_a"
+        x, a = (f"{self.grid}_{n}_x" if self.grid else f"{n}_x"), f"{n}_a"
         if x not in self.sram:
-            self.sram[x] = B.alloc(x, ir.DType.f32, (self.cores, self.W), "sram")
+            self.sram[x] = B.alloc(x, ir.DType.f32, (self.cores, self.W), "gdram" if self.grid else "sram")
             self.bufs.allocs[a] = B.alloc(a, ir.DType.f32, (self.cores, self.W), "nram")
             self.bufs.kind[a] = FULL
         return x, a
@@ -81,13 +84,14 @@ class Combine:
         per-core value `acc_ref(name)` is a [nw] region, into every core's full value."""
         if not accs:
             return []
-        c, co = self.cores, B.v(CORE)
+        c, co = self.cores, B.v(self.core)
         put, get, comp = [], [], []
         part = {}
         for n in accs:
             x, a = self._tiles(n)
-            put.append(B.move("copy", B.ref(x, co, B.sl(0, nw)), acc_ref(n)))
-            get.append(B.move("copy", B.ref(a, B.sl(0, c), B.sl(0, nw)), B.ref(x, B.sl(0, c), B.sl(0, nw))))
+            put.append(B.move("store" if self.grid else "copy", B.ref(x, co, B.sl(0, nw)), acc_ref(n)))
+            get.append(B.move("load" if self.grid else "copy", B.ref(a, B.sl(0, c), B.sl(0, nw)),
+                              B.ref(x, B.sl(0, c), B.sl(0, nw))))
             part[n] = B.ref(a, B.sl(0, c), B.sl(0, nw))
         for n, red in accs.items():
             if n in online:
@@ -98,5 +102,5 @@ class Combine:
                      ir.Assign(part[m], ir.Call("exp", (part[m],))),
                      ir.Assign(part[s], ir.BinOp("*", part[s], part[m])),
                      ir.Assign(acc_ref(s), ir.Reduce("sum", part[s], (0,)))]
-        bar = ir.Sync(ir.ParLevel.cluster)
+        bar = ir.Sync(ir.ParLevel.all if self.grid else ir.ParLevel.cluster)
         return put + [bar] + get + [bar] + comp

@@ -108,7 +108,7 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
             dmas = sum(1 for k in list(t.inputs.values()) + list(t.outputs.values()) if _has(k)[0])
             comp = rows * plan.W * _cycles_per_element(t) / MLU370.clock_hz   # (fewer busy cores: more each)
             return per_cl * (max(b / plan.parts / bw, comp) + rows // plan.R * dmas * LAT + 2 * ft / bw +
-                             _combine_s(t)) * 1.05
+                             _combine_s(t, plan.parts == tasks)) * 1.05
         return per_core * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw) * 1.05
     rows = -(-t.n_rows // plan.parts)
     tiles = -(-rows // plan.R)
@@ -118,7 +118,8 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
 
 
 RANKED = 6   # plans that fit NRAM timed by the MLU cost model (`rank`), in the analytic estimate's order
-RANKED_SHARED = 4   # ... and up to this many slabs a cluster shares (tiles_cluster.py), timed besides those
+RANKED_SHARED = 4   # ... and up to this many slabs a cluster shares (tiles_cluster.py), and as many slabs every core
+#                     shares, timed besides those
 RANK_BYTES = 1 << 20   # ... for functions moving at least this many bytes (tiles.tile_schedule)
 
 
@@ -136,14 +137,22 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
         if t.held:
             if w in lanes:
                 cands.append(Plan("held", w, t.n_rows, dense=w % 64 == 32))
+            units = nu * -(-t.n_lanes // w)
             for sub in (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048):
-                if sub < t.n_rows and sub * w >= 2048:   # sub-tiles of 8 KiB and more (DMA latencies)
+                if sub >= t.n_rows:
+                    continue
+                if sub * w >= 2048:   # sub-tiles of 8 KiB and more (DMA latencies)
                     if w in lanes:
                         cands.append(Plan("slab", w, sub, dense=w % 64 == 32))
                     # (three sub-tiles or more: a core without one keeps the identity; at least half the
                     # cores have work, else the one-core slab or another recipe)
-                    if shared and sub * CORES < 2 * t.n_rows and 2 * CORES * nu * -(-t.n_lanes // w) >= tasks:
+                    if shared and sub * CORES < 2 * t.n_rows and 2 * CORES * units >= tasks:
                         cands.append(Plan("slab", w, sub, CORES, dense=w % 64 == 32))
+                # too few units for the clusters: every core shares each unit (combined through GDRAM; narrow
+                # units take sub-tiles of 1 KiB and more; 32 rows a core at least: the barriers' cost)
+                if shared and sub * w >= 256 and sub * tasks < 2 * t.n_rows and CORES * units < tasks and \
+                        t.n_rows >= 32 * tasks:
+                    cands.append(Plan("slab", w, sub, tasks, dense=w % 64 == 32))
             continue
         chunks = -(-t.n_lanes // w)
         split = not t.units and all(t.outputs[n] in (COL, SCAL) for n in t.outputs if _scope_out(t, n) != "tile")
@@ -158,10 +167,11 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
                 cands.append(Plan("stream", w, r, p, dense=w % 64 == 32))
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
-    tried, fitting, shared_fit = 0, [], 0
+    tried, fitting, shared_fit = 0, [], {CORES: 0, tasks: 0}   # shared plans timed, by cores per unit
     for pl in cands:
-        if is_shared(pl) and shared_fit >= RANKED_SHARED:
-            continue
+        if (shared_fit[pl.parts] >= RANKED_SHARED) if is_shared(pl) else \
+                (rank is not None and len(fitting) - sum(shared_fit.values()) >= RANKED):
+            continue   # (its kind's quota is full: the scan goes on for the other kinds)
         items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
         if pl.mode == "stream" and footprint(t, items) > nram:   # (the per-row inputs' unit buffers crowd it out)
             items = stream_kernel(t, pl, name, tasks, unit_inputs=False)
@@ -170,8 +180,10 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             if rank is None:
                 return items, pl
             fitting.append((items, pl))
-            shared_fit += is_shared(pl)
-            if len(fitting) - shared_fit >= RANKED and (shared_fit >= RANKED_SHARED or not shared):
+            if is_shared(pl):
+                shared_fit[pl.parts] += 1
+            if len(fitting) - sum(shared_fit.values()) >= RANKED and \
+                    (not shared or min(shared_fit.values()) >= RANKED_SHARED):
                 break
         if tried > 60:
             break
@@ -205,13 +217,14 @@ def _balanced(t: Tiles, clusters: int) -> list[int]:
     return sorted(out)
 
 
-def _combine_s(t: Tiles) -> float:
+def _combine_s(t: Tiles, grid: bool = False) -> float:
     """Seconds of a shared slab's cross-core combines per unit: per pass that finishes statistics over T, two
-    cluster barriers and four SRAM copies (their latency)."""
+    cluster barriers and four SRAM copies (their latency); `grid`: two barriers of all cores and two GDRAM DMAs."""
     lv, _ = levels(t)
     m = MLU370
-    return len({lv[op.dst.name] for op in t.ops if op.fn in TRED}) * \
-        (2 * m.sync_cluster_cycles + 4 * m.sram_latency_cycles) / m.clock_hz
+    each = 2 * m.sync_all_cycles + 2 * m.gdram_latency_cycles if grid else \
+        2 * m.sync_cluster_cycles + 4 * m.sram_latency_cycles
+    return len({lv[op.dst.name] for op in t.ops if op.fn in TRED}) * each / m.clock_hz
 
 
 def cluster_ok(t: Tiles, tasks: int, sram: bool) -> bool:

@@ -52,7 +52,9 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     kb = KernelBuilder(t, plan, name, tasks)
     sc = kb.scope
     S, W, nt = plan.R, plan.W, kb.nt
-    cores = plan.parts   # > 1: the cores of a cluster share a unit's slab (tiles_cluster.py)
+    cores = plan.parts   # > 1: the cores of a cluster (all cores: `grid`) share a unit's slab (tiles_cluster.py)
+    grid = cores == tasks
+    cvar = "task_" if grid else CORE   # the variable numbering the cores sharing a unit
     lv, online = levels(t)
     core_moves, core_comps, core = _core_part(kb)
     # ops whose values are needed (the online sum recomputes its operand in the pass of the max)
@@ -248,7 +250,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     # DMA before the passes, not a DMA of S elements per sub-tile (each pays the GDRAM latency)
     whole = {n for n in t.inputs if sc[n] == "tile" and n in bufs.of and bufs.of[n] in slab_bufs and
              bufs.kind[bufs.of[n]] == ROW and t.dtype(n) == F32 and cores == 1}
-    comb = Combine(bufs, cores, W)
+    comb = Combine(bufs, cores, W, name if grid else None)
     online_max = {m for m, _ in online.values()}
 
     def unit(idx, l0, nw) -> list:
@@ -265,7 +267,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
         for p in range(npass):
             out += between(p, nw)
             if cores > 1:
-                out += sub_tiles(full, tail, S, cores, lambda k0, g0, nr: step(p, idx, k0, nr, l0, nw, g0))
+                out += sub_tiles(full, tail, S, cores, lambda k0, g0, nr: step(p, idx, k0, nr, l0, nw, g0), cvar)
                 done = {n: op.fn[1:] for n, op in accs.items() if lv[n] - 1 == p}
                 out += comb.stmts(done, {s: m for s, (m, _) in online.items() if s in done},
                                   lambda n: reg(n, 0, S, nw), nw)
@@ -282,18 +284,23 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
                 c, m = kb.store(n, idx, B.c(0), S, l0, nw)
                 stores += c + m
         if cores > 1 and stores:   # every core of the cluster holds the combined values: one stores them
-            stores = [ir.If(ir.BinOp("==", B.v(CORE), B.c(0)), tuple(stores), ())]
+            stores = [ir.If(ir.BinOp("==", B.v(cvar), B.c(0)), tuple(stores), ())]
         return out + stores
 
     radix = [(a, t.axes.ext[a]) for a in t.units]
     nu = _prod([e for _, e in radix])
     cm, wl = t.n_lanes // W, t.n_lanes % W
     workers, task = (tasks // cores, "cl_") if cores > 1 else (tasks, "task_")
-    loops = _unit_loop("it_", nu * cm, workers, 0, lambda u: decode_loops(
+    loop = _unit_loop if not grid else lambda var, units, _w, _o, body_of, _t: \
+        [ir.For(var, B.c(0), B.c(units), tuple(body_of(B.v(var))))] if units > 0 else []   # (every core: all)
+    loops = loop("it_", nu * cm, workers, 0, lambda u: decode_loops(
         kb, u, radix + [("chunk", cm)], lambda idx: unit(idx, B.mul(idx["chunk"], W), W)), task)
     if wl:
-        loops += _unit_loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
+        loops += loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
             kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)), task)
+    if grid:
+        return list(comb.sram.values()) + [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps +
+                                                   loops, plan.dense)]
     if cores > 1:
         return [cluster_kernel(name, tasks, cores, list(comb.sram.values()), list(bufs.allocs.values()),
                                core_moves + core_comps + loops, plan.dense)]

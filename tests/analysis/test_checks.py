@@ -183,3 +183,41 @@ STORE_Y = """  kernel k {
   }
 }
 """
+
+
+ALL_RACE = """
+func f(x: f32[U, 32]) -> (y: f32[U]) {
+  alloc part: f32[32] @gdram
+  kernel k with task_dim=32 {
+    parallel task_ in 0..32 @core {
+      alloc v: f32[1] @nram
+      alloc a: f32[32] @nram
+      alloc s: f32[1] @nram
+      for u in 0..U {
+        load v[0:1] <- x[u, task_:task_ + 1]
+        store part[task_:task_ + 1] <- v[0:1]
+        SYNC1
+        load a[0:32] <- part[0:32]
+        SYNC2
+        s[0:1] = sum(a[0:32], axis=0)
+        if task_ == 0 {
+          store y[u:u + 1] <- s[0:1]
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_sync_all_inside_a_loop_separates_the_tasks():
+    """A GDRAM exchange between the cores of an MLU kernel (the grid-shared slab's combine): `sync @all` inside
+    the unit loop orders the partials' stores before every core's load, and the loads before the next unit's
+    stores; without either barrier the checker finds the race."""
+    def kernel(first: bool, second: bool):
+        src = ALL_RACE.replace("SYNC1", "sync @all" if first else "").replace("SYNC2", "sync @all" if second else "")
+        return errors(load_text(src), target="mlu", sizes={"U": 5})
+    assert kernel(True, True) == []
+    for first, second in ((False, True), (True, False)):
+        ds = only(kernel(first, second), "race")
+        assert "part" in ds[0].message

@@ -63,10 +63,11 @@ def _shared(e: ir.Func) -> bool:
 
 @pytest.fixture
 def shared_first(monkeypatch):
-    """The planner's estimate put shared slabs first (small sizes are not timed: the first plan that fits wins)."""
+    """The planner's estimate put slabs shared by a cluster first (small sizes are not timed: the first plan that
+    fits wins)."""
     orig = K.estimate
     monkeypatch.setattr(K, "estimate", lambda t, pl, tasks=K.TASKS: orig(t, pl, tasks) *
-                        (0.001 if pl.mode == "slab" and pl.parts > 1 else 1.0))
+                        (0.001 if pl.mode == "slab" and pl.parts == K.CORES else 1.0))
 
 
 CASES = [(SOFTMAX_COL.replace("T", "f32"), {"N": 301, "C": 517}),
@@ -92,6 +93,41 @@ def test_sub_tiles_of_minus_inf_only():
     exp(m_old - m_new) was exp(-inf - -inf) = NaN (before this change too: 4,092,273 NaN at 2,039^2)."""
     f = parse_text(CAUSAL).funcs[0]
     _check(f, {"N": 2039, "C": 2039})
+
+
+@pytest.fixture
+def grid_first(monkeypatch):
+    """The planner's estimate put slabs shared by every core first."""
+    orig = K.estimate
+    monkeypatch.setattr(K, "estimate", lambda t, pl, tasks=K.TASKS: orig(t, pl, tasks) *
+                        (0.001 if pl.mode == "slab" and pl.parts == tasks else 1.0))
+
+
+GRID_CASES = [(SOFTMAX_COL.replace("T", "f32"), {"N": 3001, "C": 40}),
+              (SOFTMAX_COL.replace("T", "f16"), {"N": 6000, "C": 3}),
+              (COL_NORM, {"N": 2100, "C": 33}),
+              (CAUSAL, {"N": 4000, "C": 20}),
+              (MID, {"B": 2, "N": 4000, "C": 20})]
+
+
+@pytest.mark.parametrize("src,sizes", GRID_CASES)
+def test_values_with_the_slab_shared_by_every_core(grid_first, src, sizes):
+    """Too few units for the clusters (narrow columns): every core takes sub-tiles of each unit, the partials
+    combined through a GDRAM array between two `sync @all` (static checks included: the barriers order them)."""
+    f = parse_text(src).funcs[0]
+    e = _check(f, sizes)
+    assert any(isinstance(s, ir.Sync) and s.level == ir.ParLevel.all for k in e.kernels for s in walk_stmts(k.body))
+
+
+@pytest.mark.parametrize("sizes,bound,before", [({"N": 65521, "C": 64}, 1.30, 2.941),
+                                                ({"N": 131071, "C": 32}, 1.30, 3.238),
+                                                ({"N": 8192, "C": 32}, 2.5, 4.168)])
+def test_time_of_narrow_column_softmax(sizes, bound, before):
+    """Before: the statistics in GDRAM by other recipes (five kernels, x read three times)."""
+    f = parse_text(SOFTMAX_COL.replace("T", "f32")).funcs[0]
+    res = run_func(f, None, sizes, values=False)
+    assert len(res.explicit.kernels) == 1
+    assert res.stats["seconds"] / (compulsory_bytes(f, sizes) / 307e9) < bound < before
 
 
 def test_sram_not_allowed_keeps_one_core_per_unit(shared_first):
