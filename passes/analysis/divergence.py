@@ -1,6 +1,7 @@
 """Divergence checks: instructions that every participating thread must reach together.
 
-- check_barriers: `sync @block` / `sync @cluster` only under conditions uniform across the block/cluster;
+- check_barriers: `sync @block` / `sync @cluster` only under conditions uniform across the block/cluster, an MLU
+  `sync @all` only under conditions uniform across every task of the kernel;
 - check_collectives: a cross-lane collective only under conditions uniform across the lanes taking part in it:
   `allreduce ... over l` (shuffles over the lanes of `l`) and, on CUDA, `sync @warp` (`__syncwarp()`).
 
@@ -27,7 +28,7 @@ from gir.passes.analysis import z3_helpers as zh
 from gir.passes.analysis.access import BARRIER_LEVELS, Instr
 from gir.passes.analysis.diagnostics import CheckDiagnostic, make
 from gir.passes.analysis.launch import gpu_machine_of, launch_shape, scope_extent
-from gir.passes.analysis.races import INNER
+from gir.passes.analysis.races import INNER, OUTER
 
 
 def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
@@ -38,10 +39,12 @@ def check_barriers(ki, ctx) -> list[CheckDiagnostic]:
             out += _chain_skipped(ins)
         if chain and per_thread(ins.stmt, ins.par_vars(*INNER)):
             continue                  # a chain per thread: a thread may skip it, in every block of its chain
-        if not chain and (ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS):
+        every = not chain and ins.kind == "sync" and ins.stmt.level == ir.ParLevel.all   # (an MLU kernel's tasks)
+        if not chain and not every and (ins.kind != "sync" or ins.stmt.level not in BARRIER_LEVELS):
             continue
-        status, model = _diverges(ins, ctx, set(ins.par_vars(*INNER)))
+        status, model = _diverges(ins, ctx, set(ins.par_vars(*INNER)) | (set(ins.par_vars(*OUTER)) if every else set()))
         what, level = ("chain", "block") if chain else (f"sync @{ins.stmt.level.value}", ins.stmt.level.value)
+        level = "kernel" if every else level
         if status == "sat":
             out.append(make("barrier", f"{what} under a condition that differs between "
                             f"threads of one {level}", ins, model, names=_shown(ki, ins),

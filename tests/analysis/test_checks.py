@@ -221,3 +221,12 @@ def test_sync_all_inside_a_loop_separates_the_tasks():
     for first, second in ((False, True), (True, False)):
         ds = only(kernel(first, second), "race")
         assert "part" in ds[0].message
+
+
+def test_sync_all_under_a_task_condition_is_a_divergent_barrier():
+    """A `sync @all` that only some tasks reach is reported (not trusted as a barrier by the race check)."""
+    src = ALL_RACE.replace("SYNC1", "if task_ < 16 {\n sync @all\n }").replace("SYNC2", "sync @all")
+    ds = errors(load_text(src), target="mlu", sizes={"U": 5})
+    assert any(d.check == "barrier" and "sync @all" in d.message for d in ds), [d.format() for d in ds]
+    loop = ALL_RACE.replace("SYNC1", "for i in 0..task_ {\n sync @all\n }").replace("SYNC2", "sync @all")
+    assert any(d.check == "barrier" for d in errors(load_text(loop), target="mlu", sizes={"U": 5}))
