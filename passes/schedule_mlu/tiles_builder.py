@@ -31,7 +31,7 @@ class Plan:
     mode: str          # held | stream | slab
     W: int             # lanes per tile (chunk)
     R: int             # rows per tile (held: all of T; slab: rows per sub-tile)
-    parts: int = 1     # stream: parts of T per (unit point, chunk); slab: the cores of a cluster sharing a unit
+    parts: int = 1     # stream: parts of T per (unit point, chunk); slab: cores sharing a unit (4 or all)
     dense: bool = False   # NRAM tiles without row padding (kernel attribute layout=dense)
 
 

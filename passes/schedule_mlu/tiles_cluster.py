@@ -19,7 +19,9 @@ that accumulates them (`combine`):
       } } }
 
 The loops the barriers sit in run the same trips on every core of the cluster (units by `cl_`), so `sync @cluster`
-stays under uniform conditions.
+stays under uniform conditions. When the units cannot fill the clusters, every core of the kernel shares each unit
+(`Plan.parts` = tasks, sub-tile g on task g % tasks): the partials meet in a function-level GDRAM array
+`<kernel>_<stat>_x[tasks, W]` between two `sync @all` inside a unit loop every core walks whole.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ CORE = "co_"
 
 
 def is_shared(plan) -> bool:
-    """Whether a tile plan (tiles_builder.Plan) is a slab shared by the cores of a cluster."""
+    """Whether a tile plan (tiles_builder.Plan) is a slab shared by several cores (a cluster's or all)."""
     return plan.mode == "slab" and plan.parts > 1
 
 
@@ -68,13 +70,13 @@ class Combine:
 
     def __init__(self, bufs, cores: int, W: int, grid: str | None = None):
         self.bufs, self.cores, self.W, self.grid = bufs, cores, max(2, W), grid
-        self.sram: dict[str, ir.Alloc] = {}   # the exchange tiles (SRAM allocs; GDRAM: function-level items)
+        self.exchange: dict[str, ir.Alloc] = {}   # SRAM allocs of the cluster scope, or function-level GDRAM
         self.core = "task_" if grid else CORE
 
     def _tiles(self, n: str) -> tuple[str, str]:
         x, a = (f"{self.grid}_{n}_x" if self.grid else f"{n}_x"), f"{n}_a"
-        if x not in self.sram:
-            self.sram[x] = B.alloc(x, ir.DType.f32, (self.cores, self.W), "gdram" if self.grid else "sram")
+        if x not in self.exchange:
+            self.exchange[x] = B.alloc(x, ir.DType.f32, (self.cores, self.W), "gdram" if self.grid else "sram")
             self.bufs.allocs[a] = B.alloc(a, ir.DType.f32, (self.cores, self.W), "nram")
             self.bufs.kind[a] = FULL
         return x, a

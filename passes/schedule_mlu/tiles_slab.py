@@ -299,10 +299,10 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
         loops += loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
             kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)), task)
     if grid:
-        return list(comb.sram.values()) + [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps +
+        return list(comb.exchange.values()) + [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps +
                                                    loops, plan.dense)]
     if cores > 1:
-        return [cluster_kernel(name, tasks, cores, list(comb.sram.values()), list(bufs.allocs.values()),
+        return [cluster_kernel(name, tasks, cores, list(comb.exchange.values()), list(bufs.allocs.values()),
                                core_moves + core_comps + loops, plan.dense)]
     return [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps + loops, plan.dense)]
 
