@@ -243,12 +243,14 @@ def _prod(xs) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ units
-def _unit_loop(var: str, units: int, tasks: int, offset: int, body_of, task: str = "task_") -> list:
+def _unit_loop(var: str, units: int, tasks: int, offset: int, body_of, task: str | None = "task_") -> list:
     """A loop over this core's units among `units` (cyclic, continuing after `offset` units assigned before):
     `body_of(unit_expr)` gives its body. `task`: the variable numbering the `tasks` workers (a cluster's `cl_`
-    when a unit is shared by the cores of a cluster)."""
+    when a unit is shared by the cores of a cluster; None: every core walks every unit)."""
     if units <= 0:
         return []
+    if task is None:
+        return [ir.For(var, B.c(0), B.c(units), tuple(body_of(B.v(var))))]
     off = offset % tasks
     core = B.v(task) if off == 0 else ir.BinOp("%", B.add(B.v(task), tasks - off), B.c(tasks))
     unit = B.add(B.mul(B.v(var), tasks), core)

@@ -290,13 +290,11 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     radix = [(a, t.axes.ext[a]) for a in t.units]
     nu = _prod([e for _, e in radix])
     cm, wl = t.n_lanes // W, t.n_lanes % W
-    workers, task = (tasks // cores, "cl_") if cores > 1 else (tasks, "task_")
-    loop = _unit_loop if not grid else lambda var, units, _w, _o, body_of, _t: \
-        [ir.For(var, B.c(0), B.c(units), tuple(body_of(B.v(var))))] if units > 0 else []   # (every core: all)
-    loops = loop("it_", nu * cm, workers, 0, lambda u: decode_loops(
+    workers, task = (1, None) if grid else (tasks // cores, "cl_") if cores > 1 else (tasks, "task_")
+    loops = _unit_loop("it_", nu * cm, workers, 0, lambda u: decode_loops(
         kb, u, radix + [("chunk", cm)], lambda idx: unit(idx, B.mul(idx["chunk"], W), W)), task)
     if wl:
-        loops += loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
+        loops += _unit_loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
             kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)), task)
     if grid:
         return list(comb.exchange.values()) + [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps +
