@@ -42,12 +42,7 @@ from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, se
 
 F32, I32 = ir.DType.f32, ir.DType.i32
 FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
-TILE_ELEMS = 32768           # elements per tile (at most): each tile costs two 500-cycle DMA latencies per core
-NRAM_BUDGET = 640 * 1024     # the rest stays free for the emitter's scratch tiles
-NRAM_SLACK = NRAM_BUDGET + 128 * 1024   # what a tile may use where the estimate does not settle below the budget
 FULL, ROW, COL = "full", "row", "col"
-LANE_STEP = 32               # lane chunks: whole 128-byte f32 units (the tile pitch stays 64 elements)
-WIDE_LANES = 1024            # a wide lane chunk (rows off the DMA granule, scan axis cut into ranges): at most
 BINARY = ("+", "-", "*", "/", "max", "min", "pow")
 
 
@@ -92,39 +87,10 @@ class _Plan:
             self.n_other *= self.shape[v]
 
     def choose(self, per_elem: int, most: int | None = None) -> None:
-        """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the
-        busiest core's elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes
-        per tile element)."""
-        if self.layout == "cols":   # (whole 128-byte units of the computed type: 64 lanes of a 16-bit scan)
-            step = max(LANE_STEP, L.VECTOR_ALIGN // L.device_nbytes(self.cdt))
-            cands = [self.nlanes] if self.nlanes <= step else \
-                list(range(step, min(1024, L.round_up(self.nlanes, step)) + 1, step))
-            if self.wide:
-                cands = [min(self.nlanes, WIDE_LANES)]
-        else:
-            cands = [32, 64, 128, 256] if self.nlanes > 32 else [64]
-            if L.device_nbytes(self.cdt) == 2:   # a 16-bit lane block is transposed: rows of whole 128-byte units
-                cands = [w for w in cands if w >= 64]
-        cands = [w for w in cands if most is None or w <= most] or cands[:1]
-        best = None
-        for w in cands:
-            chunks = -(-self.nlanes // w)
-            units = self.n_other * chunks
-            busiest = -(-units // self.tasks) * min(w, self.nlanes)
-            key = (busiest, -w)
-            if best is None or key < best[0]:
-                best = (key, w, chunks)
-        _, self.W, self.chunks = best
-        # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles
-        self.dense = self.W * L.device_nbytes(self.cdt) % L.VECTOR_ALIGN == 0
-        self.units = self.n_other * self.chunks
-        cap = NRAM_BUDGET // per_elem
-        if self.layout == "cols":
-            p = self.W if self.dense else L.pitch((1, self.W))
-            self.R = _divisor_tile(self.S, max(1, min(self.S, max(1, min(TILE_ELEMS, cap) // p), 2048)), 1)
-        else:
-            sc = max(L.PITCH, min(TILE_ELEMS, cap) // self.W // L.PITCH * L.PITCH)
-            self.R = _divisor_tile(self.S, min(sc, L.round_up(self.S, L.PITCH)), L.PITCH)   # Sc
+        """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows):
+        scan_size.py."""
+        from gir.passes.schedule_mlu.scan_size import choose
+        choose(self, per_elem, most)
 
 
 class _Kernel:
@@ -367,11 +333,13 @@ class _Kernel:
         return body
 
     def unit_body(self, walk) -> tuple[list, list]:   # (the units' radix, one unit's body: walk(l0, lanes))
-        p, l0 = self.p, B.mul(B.v("c_"), self.p.W)
-        radix, wl = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)], p.nlanes - (p.chunks - 1) * p.W
-        if p.chunks == 1 or wl == p.W:
-            return radix, walk(l0, min(p.W, p.nlanes))
-        return radix, [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(walk(l0, wl)), tuple(walk(l0, p.W)))]
+        p, l0 = self.p, B.mul(B.v("c_"), self.p.step)
+        radix, wl = [(f"u_{v}", p.shape[v]) for v in p.units_vars] + [("c_", p.chunks)], \
+            p.nlanes - (p.chunks - 1) * p.step
+        if p.chunks == 1 or wl == p.step:
+            return radix, walk(l0, min(p.step, p.nlanes))
+        return radix, [ir.If(ir.BinOp("==", B.v("c_"), B.c(p.chunks - 1)), tuple(walk(l0, wl)),
+                             tuple(walk(l0, p.step)))]
 
     def kernel(self) -> ir.Kernel:
         radix, body = self.unit_body(self.lanes)
@@ -428,20 +396,6 @@ def raw_operand(scan, types: dict, cdt: ir.DType) -> str | None:
     return None
 
 
-def _divisor_tile(S: int, R: int, step: int) -> int:
-    """A tile of `R` scan rows (a multiple of `step`), or, when the tail tile would be at least half a tile, the
-    largest multiple of `step` in [R/2, R] that divides S: the tail after the pipelined loop runs unpipelined (its
-    load, compute and store in sequence), which costs more than the extra tiles' DMA latencies only when long
-    (measured: 1024 x 4096 f16 along the last axis, tiles of 704 + a tail of 576 -> 8 tiles of 512: 1.553x ->
-    1.290x the DMA roofline; a tail of 64 after tiles of 192 is cheaper than 32 tiles of 128)."""
-    if S <= R or S % R == 0 or S % R < R // 2:
-        return R
-    for r in range(R - R % step, max(step, R // 2) - 1, -step):
-        if r > 0 and S % r == 0:
-            return r
-    return R
-
-
 def _has_float(e, types) -> bool:
     return any((isinstance(x, ir.Ref) and types[x.name].dtype.is_float) or
                (isinstance(x, ir.Const) and isinstance(x.value, float)) for x in walk(e))
@@ -453,48 +407,3 @@ def _dense(kern: ir.Kernel, plan: _Plan) -> ir.Kernel:
     return dataclasses.replace(kern, attrs=tuple(kern.attrs) + (("layout", "dense"),)) if plan.dense else kern
 
 
-def _unit_items(spec: ir.Func, info, plan: _Plan, remarks) -> list:
-    """The unit kernel of the scan (module docstring)."""
-    st = plan.stmt
-    tasks = plan.tasks
-    name = f"{spec.name}_mlu"
-    per_elem = 16          # bytes per tile element: two f32 slots each of the loaded and the stored tile
-    for step in range(24):   # tile sizes from a per-element estimate, refined by the real allocation
-        plan.choose(per_elem)
-        k = _Kernel(plan, dict(info.types), name)
-        kern = k.kernel()
-        used = k.nram_bytes()
-        if used <= (NRAM_BUDGET if step < 7 else NRAM_SLACK) or plan.R <= (1 if plan.layout == "cols" else L.PITCH):
-            break
-        per_elem = per_elem * used // NRAM_BUDGET + 1
-        if step >= 7:   # a tile of the whole scan axis (no loop: one slot per tile) needs fewer bytes per element
-            per_elem += per_elem // 4   # than the pipelined tiles just below it: outgrow the jump (343 x 31)
-    if used <= NRAM_BUDGET:
-        # the largest tile that fits, or a half or a quarter of it: fewer tiles per unit pipeline less (2,048 f16
-        # along the last axis: tiles of 256 rather than 512, 1.296x -> 1.250x); the cost model picks, the larger on
-        # ties (ranking.py, the MLU policy). (Its GDRAM bytes count segments that start off the 64-byte grid:
-        # 8192 x 300 f16 in tiles of 64 positions moves 19.0 MB, not the 15.3 MB of tiles of 128.)
-        from gir.passes.middle.search.ranking import order
-        from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
-        step = 1 if plan.layout == "cols" else L.PITCH
-        fit, options = plan.R, []
-        for div in (1, 2, 4):
-            r = _divisor_tile(plan.S, max(step, fit // div // step * step), step)
-            if any(o[0] == r for o in options):
-                continue
-            plan.R = r
-            kk = _Kernel(plan, dict(info.types), name)
-            options.append((r, _dense(kk.kernel(), plan), kk.nram_bytes()))
-        pick = order(options, lambda o: estimate(dataclasses.replace(spec, body=(o[1],))).seconds, MLU_RANKING)[0] \
-            if len(options) > 1 else options[0]
-        plan.R, kern, used = pick
-    else:
-        kern = _dense(kern, plan)
-    if used > NRAM_SLACK:
-        raise GirError(f"the scan '{st.target.name}' needs {used} bytes of NRAM for one tile", st.loc)
-    if remarks is not None and plan.units < tasks:
-        from gir.passes.remarks import Remark
-        remarks.append(Remark("schedule-mlu", "missed",
-                              f"the scan '{st.target.name}' has {plan.units} independent work units for {tasks} "
-                              "cores: the others idle (the scan axis is not split across cores)", st.loc))
-    return [kern]

@@ -9,7 +9,8 @@ import dataclasses
 from gir import ir
 from gir.errors import GirError
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.scan import _Plan, _unit_items
+from gir.passes.schedule_mlu.scan import _Plan
+from gir.passes.schedule_mlu.scan_size import unit_items
 from gir.walk import walk
 
 
@@ -55,7 +56,7 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: b
             t_long, long, said_long = min(longs, key=lambda x: x[0])
             said_unit: list = []
             try:
-                unit = _unit_items(spec, info, _Plan(st, dict(info.types), tasks), said_unit)
+                unit = unit_items(spec, info, _Plan(st, dict(info.types), tasks), said_unit)
             except GirError:   # no unit tile fits NRAM
                 unit = None
             t_unit = seconds(unit)
@@ -69,4 +70,4 @@ def scan_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: b
                                       f"kernel (estimate {t_unit * 1e6:.1f} us) over rows cut into ranges "
                                       f"({t_long * 1e6:.1f} us)", st.loc))
             return unit
-    return _unit_items(spec, info, plan, remarks)
+    return unit_items(spec, info, plan, remarks)

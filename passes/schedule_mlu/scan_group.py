@@ -29,15 +29,16 @@ from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, NRAM_BUDGET, ROW, _dense, _Kernel, _Plan, forward_carry,
+from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, ROW, _dense, _Kernel, _Plan, forward_carry,
                                           from_tile, overlap_walk, overlaps)
+from gir.passes.schedule_mlu.scan_size import NRAM_BUDGET, grow_tile
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
 
 SRAM_BUDGET = MLU370.sram_bytes   # SRAM of a cluster the tiles kept between the phases may take
 OWN = ("acc_", "ev_", "et_", "ot_", "oh_", "o_h", "ov_", "o_", "hs_")   # each member's own NRAM tiles
-GEOMETRY = ("W", "chunks", "dense", "units", "R")   # what plan.choose decides: the leader's, every member's
+GEOMETRY = ("W", "step", "chunks", "dense", "units", "R")   # what plan.choose decides: the leader's, every member's
 
 
 def _key(stmt: ir.Assign, types: dict):
@@ -306,7 +307,17 @@ def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Gro
         per_elem = per_elem * used // NRAM_BUDGET + 1
     if used > NRAM_BUDGET:
         return None
-    p = plans[0]
+    p, fit = plans[0], plans[0].R
+
+    def nram_at_r() -> int:
+        _share(plans, {a: getattr(p, a) for a in GEOMETRY})
+        g = _Group(plans, types, name)
+        g.kernel()
+        return g.nram_bytes()
+    grow_tile(p, nram_at_r)
+    if p.R != fit:
+        k = _Group(plans, types, name)
+        k.kernel()
     if len({q.scan.reverse for q in plans}) > 1:
         kept = {n for n in k.refs_of(k.reverse()) if k.refs[n][0] == FULL}
         k = _Group(plans, types, name)
@@ -323,7 +334,8 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
     """The kernel of a function `spec` (sizes specialised) whose statements are two or more scans of one shape and
     axis (module docstring), or None when they do not form a group. Directions differing, narrower lane chunks
     are tried as well (a unit SRAM keeps whole reads GDRAM once): the cost model picks."""
-    from gir.passes.schedule_mlu.cost import estimate
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
     stmts = [s.stmt for s in info.stmts]
     if len(stmts) < 2 or not all(is_scan(s.value) for s in stmts):
         return None
@@ -337,11 +349,14 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         for q in plans:
             q.allow_sram = allow_sram
         mixed = len({q.scan.reverse for q in plans}) > 1
-        best, most = None, None
-        for _ in range(6 if mixed else 1):
+        best, most, alt, tried = None, None, None, set()
+        seconds = lambda k: estimate(dataclasses.replace(spec, body=(k.kern,))).seconds  # noqa: E731
+        for i in range(6 if mixed else 1):
             k = _build(plans, types, name, most)
-            if k is not None:   # (one direction: one width, nothing to compare)
-                t = estimate(dataclasses.replace(spec, body=(k.kern,))).seconds if mixed else 0.0
+            alt = plans[0].alt_W if i == 0 else alt
+            tried.add(plans[0].W)
+            if k is not None:   # (one direction: one width, nothing to compare but alt below)
+                t = seconds(k) if mixed or alt else 0.0
                 if best is not None and t >= best[0]:
                     break   # (narrower chunks: more units, no fewer bytes)
                 best = (t, k, {a: getattr(plans[0], a) for a in GEOMETRY})
@@ -351,6 +366,12 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
             if w <= 32 or plans[0].nlanes <= 32 or (most is not None and w > most):
                 break   # (no narrower chunk: 16-bit lane chunks are 64 lanes at least)
             most = w // 2
+        if alt is not None and alt not in tried and best is not None:   # longer row segments (scan_size.py)
+            k = _build(plans, types, name, alt)
+            if k is not None:
+                t = seconds(k)
+                best = order([best, (t, k, {a: getattr(plans[0], a) for a in GEOMETRY})], lambda o: o[0],
+                             MLU_RANKING)[0]
     except GirError:
         return None
     if best is None:

@@ -47,7 +47,8 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost import estimate
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import FLOATS, FULL, NRAM_BUDGET, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan import FLOATS, FULL, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan_size import NRAM_BUDGET
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, doubling_pays, doubling_steps, serial_steps
 

@@ -1,0 +1,208 @@
+"""Sizes of the MLU scan's unit kernel (scan.py): the lane chunk W, the lanes between two chunks, the scan rows R
+of a tile, and the choice among them by the MLU cost model.
+
+- `choose`: W by balance (the busiest core's lanes) first; in the rows layout, on ties, the chunk that leaves the
+  longest row segment per DMA when rows do not start on the 64-byte granule; lanes dealt evenly when that cuts
+  the busiest core's share by a tenth (`_balance`: chunks of `step` < W lanes in W-wide buffers). R from a
+  per-element estimate of NRAM.
+- `grow_tile`: R raised to the largest that really fits NRAM (the estimate undershoots).
+- `unit_items`: the sized kernel; R among the largest fit, the largest that divides the scan axis, and a half
+  and a quarter of it, W among the first choice and the longest-segment one: the cost model picks (ranking.py,
+  the MLU policy: the earlier candidate on ties).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gir import ir
+from gir.errors import GirError
+from gir.passes.machines import MLU370
+from gir.passes.schedule_mlu import layout as L
+
+TILE_ELEMS = 32768           # elements per tile (at most): each tile costs two 500-cycle DMA latencies per core
+NRAM_BUDGET = 640 * 1024     # the rest stays free for the emitter's scratch tiles
+NRAM_SLACK = NRAM_BUDGET + 128 * 1024   # what a tile may use where the estimate does not settle below the budget
+LANE_STEP = 32               # lane chunks: whole 128-byte f32 units (the tile pitch stays 64 elements)
+WIDE_LANES = 1024            # a wide lane chunk (rows off the DMA granule, scan axis cut into ranges): at most
+SEGMENT = 512                # positions of a row segment past which a longer one is no longer preferred
+
+
+def segment(plan, w: int) -> int:
+    """Rows layout: the positions a tile of `w` lanes may span along the scan axis (TILE_ELEMS // w, at most the
+    row and SEGMENT). 0 in the cols layout and for rows of whole granules, whose segments start on the grid."""
+    if plan.layout != "rows" or plan.S * L.device_nbytes(plan.ydt) % MLU370.dma_granularity == 0:
+        return 0
+    return min(TILE_ELEMS // w, L.round_up(plan.S, L.PITCH), SEGMENT)
+
+
+def _balance(plan, cands: list, busiest: int) -> None:
+    """Rows layout: lane chunks of `step` < W lanes in W-wide buffers when that deals the lanes evenly enough to
+    the cores to cut the busiest core's lanes by a tenth or more (4,099 rows of 1,021 along the last axis: 129
+    chunks of 32 put 160 rows on the busiest core, 96 chunks of 43 put 129: 1.610x -> 1.370x the DMA
+    roofline); of those, the narrowest buffers (the least padding computed)."""
+    best = None
+    for rounds in range(1, 9):
+        chunks = max(1, plan.tasks * rounds // plan.n_other)
+        step = -(-plan.nlanes // chunks)
+        w = next((c for c in sorted(cands) if c >= step), None)
+        if w is None or step * 2 <= w:
+            continue
+        chunks = -(-plan.nlanes // step)
+        key = (-(-plan.n_other * chunks // plan.tasks) * step, w)
+        if best is None or key < best[0]:
+            best = (key, w, step, chunks)
+    if best is not None and best[0][0] * 10 <= busiest * 9:
+        _, plan.W, plan.step, plan.chunks = best
+
+
+def choose(plan, per_elem: int, most: int | None = None) -> None:
+    """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the
+    busiest core's elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes per
+    tile element). `plan.alt_W`: a narrower W as balanced whose row segments are longer (rows off the granule;
+    unit_items times both), or None."""
+    if plan.layout == "cols":   # (whole 128-byte units of the computed type: 64 lanes of a 16-bit scan)
+        step = max(LANE_STEP, L.VECTOR_ALIGN // L.device_nbytes(plan.cdt))
+        cands = [plan.nlanes] if plan.nlanes <= step else \
+            list(range(step, min(1024, L.round_up(plan.nlanes, step)) + 1, step))
+        if plan.wide:
+            cands = [min(plan.nlanes, WIDE_LANES)]
+    else:
+        cands = [32, 64, 128, 256] if plan.nlanes > 32 else [64]
+        if L.device_nbytes(plan.cdt) == 2:   # a 16-bit lane block is transposed: rows of whole 128-byte units
+            cands = [w for w in cands if w >= 64]
+    cands = [w for w in cands if most is None or w <= most] or cands[:1]
+    scored = []
+    for w in cands:
+        chunks = -(-plan.nlanes // w)
+        busiest = -(-(plan.n_other * chunks) // plan.tasks) * min(w, plan.nlanes)
+        scored.append(((busiest, -w), w, chunks))
+    key, plan.W, plan.chunks = min(scored)
+    seg = max((s for s in scored if s[0][0] == key[0]), key=lambda s: (segment(plan, s[1]), s[1]))
+    plan.alt_W = seg[1] if segment(plan, seg[1]) > segment(plan, plan.W) else None
+    plan.step = plan.W   # lanes between two chunks: W, or fewer when balanced (the buffers stay W wide)
+    if plan.layout == "rows":
+        _balance(plan, cands, key[0])
+    # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles
+    plan.dense = plan.W * L.device_nbytes(plan.cdt) % L.VECTOR_ALIGN == 0
+    plan.units = plan.n_other * plan.chunks
+    cap = NRAM_BUDGET // per_elem
+    if plan.layout == "cols":
+        p = plan.W if plan.dense else L.pitch((1, plan.W))
+        plan.R = divisor_tile(plan.S, max(1, min(plan.S, max(1, min(TILE_ELEMS, cap) // p), 2048)), 1)
+    else:
+        sc = max(L.PITCH, min(TILE_ELEMS, cap) // plan.W // L.PITCH * L.PITCH)
+        plan.R = divisor_tile(plan.S, min(sc, L.round_up(plan.S, L.PITCH)), L.PITCH)   # Sc
+
+
+def divisor_tile(S: int, R: int, step: int) -> int:
+    """A tile of `R` scan rows (a multiple of `step`), or, when the tail tile would be at least half a tile, the
+    largest multiple of `step` in [R/2, R] that divides S: the tail after the pipelined loop runs unpipelined (its
+    load, compute and store in sequence), which costs more than the extra tiles' DMA latencies only when long
+    (measured: 1024 x 4096 f16 along the last axis, tiles of 704 + a tail of 576 -> 8 tiles of 512: 1.553x ->
+    1.290x the DMA roofline; a tail of 64 after tiles of 192 is cheaper than 32 tiles of 128)."""
+    if S <= R or S % R == 0 or S % R < R // 2:
+        return R
+    for r in range(R - R % step, max(step, R // 2) - 1, -step):
+        if r > 0 and S % r == 0:
+            return r
+    return R
+
+
+def even_tile(S: int, R: int, step: int) -> int | None:
+    """The largest multiple of `step` in [R/2, R) that divides S (every tile whole and pipelined), if any: a
+    candidate beside R itself, whose tail tile runs unpipelined (1,024 x 4,096 along the last axis: chunks of 640
+    and a tail of 256, 1.108x the DMA roofline; chunks of 512, 1.073x)."""
+    for r in range(R - R % step - (step if R % step == 0 else 0), max(step, R // 2) - 1, -step):
+        if r > 0 and S % r == 0:
+            return r
+    return None
+
+
+def grow_tile(plan, nram_of) -> int:
+    """Rows layout: plan.R (a chunk that fits, from the per-element estimate of the sizing loops) raised to the
+    largest multiple of PITCH up to TILE_ELEMS // W whose kernel fits NRAM_BUDGET (`nram_of()`: the NRAM bytes
+    of the kernel at the current plan.R). The per-element estimate undershoots: 2,039 x 2,039 along the last axis
+    settled on chunks of 192 where 256 fit (1.345x -> 1.230x the DMA roofline). NRAM is not monotonic in R (the
+    doubling form's scratch tile, the tail tile's buffers), so every candidate is tried, largest first. Returns
+    the NRAM bytes at the R it leaves."""
+    fit = plan.R
+    if plan.layout != "rows":
+        return nram_of()
+    top = min(TILE_ELEMS // max(1, plan.W), L.round_up(plan.S, L.PITCH)) // L.PITCH * L.PITCH
+    for r in range(top, fit, -L.PITCH):
+        plan.R = divisor_tile(plan.S, r, L.PITCH)
+        if plan.R > fit:
+            used = nram_of()
+            if used <= NRAM_BUDGET:
+                return used
+    plan.R = fit
+    return nram_of()
+
+
+def _sized(spec: ir.Func, info, plan, name: str, most: int | None) -> tuple:
+    """(estimated seconds or None, the kernel, its NRAM bytes) of the unit kernel with lane chunks of at most
+    `most`: tile sizes from a per-element estimate, refined by the real allocation, then raised to the largest
+    fit; the cost model picks R among that fit, the largest tile dividing the scan axis, and a half and a quarter
+    of it, the larger on ties (fewer tiles per unit pipeline less: 2,048 f16 along the last axis, tiles of 256
+    rather than 512, 1.296x -> 1.250x). (Its GDRAM bytes count segments that start off the 64-byte grid: 8192 x
+    300 f16 in tiles of 64 positions moves 19.0 MB, not the 15.3 MB of tiles of 128.)"""
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
+    from gir.passes.schedule_mlu.scan import _dense, _Kernel
+
+    def build():
+        k = _Kernel(plan, dict(info.types), name)
+        return k.kernel(), k.nram_bytes()
+    per_elem = 16          # bytes per tile element: two f32 slots each of the loaded and the stored tile
+    for step in range(24):
+        plan.choose(per_elem, most)
+        kern, used = build()
+        if used <= (NRAM_BUDGET if step < 7 else NRAM_SLACK) or plan.R <= (1 if plan.layout == "cols" else L.PITCH):
+            break
+        per_elem = per_elem * used // NRAM_BUDGET + 1
+        if step >= 7:   # a tile of the whole scan axis (no loop: one slot per tile) needs fewer bytes per element
+            per_elem += per_elem // 4   # than the pipelined tiles just below it: outgrow the jump (343 x 31)
+    if used > NRAM_BUDGET:
+        return None, _dense(kern, plan), used
+    grow_tile(plan, lambda: build()[1])
+    step = 1 if plan.layout == "cols" else L.PITCH
+    fit, options = plan.R, []
+    for r in [fit, even_tile(plan.S, fit, step)] + [divisor_tile(plan.S, max(step, fit // d // step * step), step)
+                                                     for d in (2, 4)]:
+        if r is None or any(o[0] == r for o in options):
+            continue
+        plan.R = r
+        kern, used = build()
+        options.append((r, _dense(kern, plan), used, estimate(dataclasses.replace(spec, body=(kern,))).seconds))
+    pick = order(options, lambda o: o[3], MLU_RANKING)[0]
+    plan.R = pick[0]
+    return pick[3], pick[1], pick[2]
+
+
+def unit_items(spec: ir.Func, info, plan, remarks) -> list:
+    """The unit kernel of the scan (scan.py's module docstring), sized (module docstring)."""
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.cost import MLU_RANKING
+    st, tasks = plan.stmt, plan.tasks
+    name = f"{spec.name}_mlu"
+    seconds, kern, used = _sized(spec, info, plan, name, None)
+    alt = plan.alt_W
+    if alt is not None and seconds is not None:
+        first = (seconds, kern, used, {a: getattr(plan, a) for a in GEOMETRY})
+        other = _sized(spec, info, plan, name, alt)
+        if other[0] is not None:
+            best = order([first, other + ({a: getattr(plan, a) for a in GEOMETRY},)], lambda o: o[0], MLU_RANKING)[0]
+            seconds, kern, used, geometry = best
+            for a, v in geometry.items():
+                setattr(plan, a, v)
+    if used > NRAM_SLACK:
+        raise GirError(f"the scan '{st.target.name}' needs {used} bytes of NRAM for one tile", st.loc)
+    if remarks is not None and plan.units < tasks:
+        from gir.passes.remarks import Remark
+        remarks.append(Remark("schedule-mlu", "missed",
+                              f"the scan '{st.target.name}' has {plan.units} independent work units for {tasks} "
+                              "cores: the others idle (the scan axis is not split across cores)", st.loc))
+    return [kern]
+
+
+GEOMETRY = ("W", "step", "chunks", "dense", "units", "R", "alt_W")   # what choose and the sizing decide

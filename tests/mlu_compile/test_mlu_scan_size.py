@@ -1,0 +1,133 @@
+"""Sizes of the MLU scan's unit kernel (passes/schedule_mlu/scan_size.py): tiles raised to the largest that fits
+NRAM (the per-element estimate settled on 192 positions where 256 fit), the largest tile dividing the scan axis
+as a candidate, lanes dealt evenly to the cores in chunks narrower than the buffers, and, on ties of balance,
+lane blocks leaving longer row segments per DMA when rows start off the 64-byte granule. Values against numpy
+(seeded random programs at sizes that take each rule), the choices themselves, the simulated times."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from gir import ir
+from gir.codegen.mlu.report import compulsory_bytes
+from gir.parser import parse_text
+from gir.passes.schedule_mlu.scan import _Plan
+from gir.passes.schedule_mlu.scan_size import even_tile
+from gir.targets.mlu.run import run_func
+from gir.verdict import compare
+
+from tests.mlu_compile.test_mlu_scan import _inputs, _reference
+
+ROW_SCAN = "func f(x: T[M, N], w: T[N]) -> (y: T[M, N]) {\n  y[i, j] = OP(E, j FLAGS)\n}\n"
+
+
+def _plan(m: int, n: int, t: str = "f32", axis: str = "j") -> _Plan:
+    f = parse_text(f"func f(x: {t}[M, N]) -> (y: {t}[M, N]) {{\n  y[i, j] = cumsum(x[i, j], {axis})\n}}\n").funcs[0]
+    types = {"x": ir.TensorType(ir.DType(t), (m, n)), "y": ir.TensorType(ir.DType(t), (m, n))}
+    plan = _Plan(f.body[0], types, 32)
+    plan.choose(16)
+    return plan
+
+
+def test_lanes_dealt_evenly_to_the_cores():
+    """4,099 rows: 129 chunks of 32 put 160 rows on the busiest core; 96 chunks of 43 (64-wide buffers) 129."""
+    p = _plan(4099, 1021)
+    assert (p.W, p.step, p.chunks) == (64, 43, 96)
+    assert p.units == 96
+    p = _plan(2048, 2039)          # 32 chunks of 64: already even
+    assert p.step == p.W == 64
+
+
+def test_longer_segments_are_a_candidate_only_off_the_granule():
+    assert _plan(8191, 509).alt_W == 64      # 256 lanes x 64 positions: 256-byte segments off the grid
+    assert _plan(4096, 1024).alt_W is None   # rows of whole granules: no preference
+    assert _plan(4096, 1500, axis="i").alt_W is None   # the cols layout
+
+
+def test_even_tile():
+    assert even_tile(4096, 640, 64) == 512
+    assert even_tile(2039, 256, 64) is None
+    assert even_tile(4096, 512, 64) == 256
+    assert even_tile(100, 10, 1) == 5
+
+
+def _program(rng: random.Random) -> tuple[str, dict, str, str, int, int]:
+    op = rng.choice(["cumsum", "cumprod", "cummax", "cummin"])
+    t = rng.choice(["f32", "f32", "f16", "bf16", "i32"])
+    exclusive, reverse = rng.choice([0, 1]), rng.choice([0, 1])
+    e = "x[i, j]" if op != "cumprod" or t == "i32" else "1.0 + x[i, j] * 0.001"
+    if rng.random() < 0.5:
+        e = f"({e}) * w[j]"
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    src = ROW_SCAN.replace("T", t).replace("OP", op).replace("E", e).replace(" FLAGS", flags)
+    sizes = {"M": rng.choice([1100, 1500, 2100, 700, 1031]), "N": rng.choice([37, 131, 257, 509])}
+    return src, sizes, op, t, exclusive, reverse
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_row_scans_at_balanced_sizes(seed):
+    """Row counts that are not a multiple of 32 chunks per core (balanced chunks: a narrower last chunk, chunks
+    narrower than the buffers), rows off the granule, every op, form and element type."""
+    rng = random.Random(seed)
+    src, sizes, op, t, exclusive, reverse = _program(rng)
+    f = parse_text(src).funcs[0]
+    nrng = np.random.default_rng(seed)
+    shape = (sizes["M"], sizes["N"])
+    x, w = _inputs(t, shape, nrng, op), _inputs(t, shape[1:], nrng, op)
+    if t == "i32":
+        x, w = (np.where(np.abs(a) > 1, 1, a).astype(np.int32) if op == "cumprod" else a for a in (x, w))
+    got = run_func(f, {"x": x, "w": w}, sizes).outputs["y"]
+    wide = np.int32 if t == "i32" else np.float64
+    e = x.astype(wide)
+    if op == "cumprod" and t != "i32":
+        e = 1.0 + e * 0.001
+    if "w[j]" in src:
+        e = e * w.astype(wide)
+    want = _reference(op, e, 1, exclusive, reverse, t)
+    assert compare(got, want, ir.DType(t)).passed, (src, sizes)
+
+
+def _ratio(src: str, sizes: dict) -> float:
+    f = parse_text(src).funcs[0]
+    res = run_func(f, None, sizes, values=False)
+    return res.stats["seconds"] / (compulsory_bytes(f, sizes) / 307e9)
+
+
+WEIGHTED = "func f(x: f32[M, N], w: f32[N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j] * w[j], j)\n}\n"
+PLAIN = "func f(x: f32[M, N]) -> (c: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j], j)\n}\n"
+MIXED = ("func f(x: f32[M, N], w: f32[N]) -> (c: f32[M, N], p: f32[M, N]) {\n  c[i, j] = cumsum(x[i, j] * w[j], j)\n"
+         "  p[i, j] = cumprod(1.0 + 0.01 * x[i, j], j, reverse=1)\n}\n")
+
+
+@pytest.mark.parametrize("src,sizes,bound,before", [
+    (WEIGHTED, {"M": 2039, "N": 2039}, 1.25, 1.345),    # tiles of 256 positions, not 192
+    (WEIGHTED, {"M": 4099, "N": 1021}, 1.40, 1.610),    # 96 chunks of 43 rows
+    (WEIGHTED, {"M": 8191, "N": 509}, 1.27, 1.579),     # 64 lanes x whole rows, not 256 x 64 positions
+    (PLAIN, {"M": 1024, "N": 4096}, 1.09, 1.108),       # tiles of 512 (dividing the row), not 640 and a tail
+    (MIXED, {"M": 2039, "N": 2039}, 1.32, 1.407),
+    (MIXED, {"M": 8191, "N": 509}, 1.50, 1.679),
+])
+def test_simulated_time(src, sizes, bound, before):
+    assert _ratio(src, sizes) < bound < before
+
+
+@pytest.mark.parametrize("op,exclusive,reverse,t", [("cummax", 0, 1, "f32"), ("cumsum", 1, 0, "f16"),
+                                                    ("cumprod", 0, 0, "bf16"), ("cummin", 1, 1, "f32")])
+def test_values_where_longer_segments_are_timed(op, exclusive, reverse, t):
+    """4,096 rows of 300 (off the granule): 128-lane chunks tie with 64-lane ones on balance, the 64-lane chunks
+    leave whole rows per DMA; both are timed, the values are right either way."""
+    assert _plan(4096, 300).alt_W == 64
+    e = "x[i, j]" if op != "cumprod" else "1.0 + x[i, j] * 0.001"
+    flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
+    src = ROW_SCAN.replace("T", t).replace("OP", op).replace("E", f"({e}) * w[j]").replace(" FLAGS", flags)
+    sizes = {"M": 4096, "N": 300}
+    nrng = np.random.default_rng(7)
+    x, w = _inputs(t, (4096, 300), nrng, op), _inputs(t, (300,), nrng, op)
+    got = run_func(parse_text(src).funcs[0], {"x": x, "w": w}, sizes).outputs["y"]
+    e = x.astype(np.float64)
+    if op == "cumprod":
+        e = 1.0 + e * 0.001
+    want = _reference(op, e * w.astype(np.float64), 1, exclusive, reverse, t)
+    assert compare(got, want, ir.DType(t)).passed
