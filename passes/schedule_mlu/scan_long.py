@@ -16,7 +16,9 @@ rows of a lane block: a 1-D scan of 4M elements is 4M serial ops on one core (1,
   each chunk's sub-segment carries, range-locally, in scan order (`chunk_carries`: the totals folded from the
   transposed E, then the scalar loop below), a row of `koff_` per chunk; phase 1 then stores the range's carry as
   its total (without `koff_`, when the table would exceed EARLY_BYTES, the totals are folded from an `at_` tile
-  and phase 2 runs the loop);
+  and phase 2 runs the loop; so for cumprod: a range-local product may leave the f32 range where the running
+  product, started from the range's carry, does not: positions 4,096 to 6,912 multiply to 2.3e39 after a carry
+  of 3.1e-18);
 - `sync @all`: every task's total is stored before any task reads them;
 - phase 2 starts from the combination of the totals of the ranges before its own (after it, for a reverse
   scan) and walks its chunks: a chunk x[s0 : s0 + C] is loaded as a [64, Lc] tile (row a = positions
@@ -107,8 +109,8 @@ class _Long(SramKeep, _Kernel):
         self.sram_setup()       # and the full chunks after those that it leaves in SRAM (scan_sram.py)
         self.chunks = -(-self.RS // C)   # chunks of a range at most
         # phase 1 also computes every chunk's sub-segment carries (range-local; `koff_`): its compute pipe waits
-        # for the loads there, phase 2's does not
-        self.early = self.P > 1 and self.chunks * self.a * 4 <= EARLY_BYTES
+        # for the loads there, phase 2's does not (not products: module docstring)
+        self.early = self.P > 1 and self.chunks * self.a * 4 <= EARLY_BYTES and plan.scan.op != "cumprod"
 
     # ------------------------------------------------------------ tiles
     def shape_of(self, kind: str) -> tuple:

@@ -9,6 +9,7 @@ from diffrun import check_text
 from scanprog import program
 
 SEEDS = range(60)
+FOUND = (5132,)   # a census's failures since fixed (scanprog.py 5000 300 mlu-sim: 1 of 300 before the fix)
 
 
 def test_generator_covers_the_classes():
@@ -23,8 +24,11 @@ def test_generator_covers_the_classes():
     assert sum(1 in s.values() for _, s in progs) >= 10
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", list(SEEDS) + list(FOUND))
 def test_random_scan_program_agrees(seed):
+    """5132: a cumprod along 9,001 positions cut into ranges of 4,096; the MLU's range-local carries of the
+    sub-segments (`koff_`, scan_long.py) left the f32 range (2.3e39 from position 4,096 to 6,912: +inf) where the
+    running product, after a carry of 3.1e-18, was 7.1e21: products now take their offsets from the running carry."""
     text, sizes = program(seed)
     problems = check_text(text, sizes, seed, f"<scans {seed}>")
     bad = {k: v for k, v in problems.items()
