@@ -112,6 +112,15 @@ class _Group(_Kernel, SramKeep):
         """The members walking the scan axis backwards."""
         return [i for i, q in enumerate(self.plans) if q.scan.reverse]
 
+    def directions(self) -> tuple[list[int], list[int]]:
+        """(the members of the forward walk, those of the walk back; scan_cross.py puts a member in both)."""
+        rev = self.reverse()
+        return [i for i in range(len(self.plans)) if i not in rev], rev
+
+    def between(self) -> list:
+        """Steps between the forward walk and the walk back (scan_cross.py: a barrier)."""
+        return []
+
     def refs_of(self, members) -> set[str]:
         return {x.name for i in members for x in walk(self.plans[i].scan.arg) if isinstance(x, ir.Ref)}
 
@@ -168,8 +177,7 @@ class _Group(_Kernel, SramKeep):
             ident = identity(q.scan.op, q.cdt in FLOATS, None if q.cdt in FLOATS else "int32")
             body.append(ir.Assign(B.ref(self.alloc("acc_", q.cdt, (max(2, q.W),)), B.sl(0, nl)), B.c(ident)))
         self.member(0)
-        rev = self.reverse()
-        fwd = [i for i in range(len(self.plans)) if i not in rev]
+        fwd, rev = self.directions()
         k = B.v("k_")
         if not fwd or not rev:   # one walk, in the members' direction (scan.py's)
             s0, ts0 = (ir.BinOp("-", B.c(p.S - R), B.mul(k, R)), B.c(0)) if rev else (B.mul(k, R), B.c(p.S - tail))
@@ -203,7 +211,8 @@ class _Group(_Kernel, SramKeep):
             self.active = fwd_refs | (self.kept if self.skeep > full else set())
             at = lambda: self.tile_all(B.c(full * R), tail, l0, nl, fwd)   # noqa: E731
             body += self.in_sram("to", B.c(full), at) if self.skeep > full else at()
-            # phase 2 back: the tail, the tiles SRAM does not keep, then those it keeps
+        body += self.between()
+        if tail:   # phase 2 back: the tail, the tiles SRAM does not keep, then those it keeps
             self.active = rev_refs
             at = lambda: self.tile_all(B.c(full * R), tail, l0, nl, rev)   # noqa: E731
             body += self.in_sram("from", B.c(full), at) if self.skeep > full else at()
@@ -236,7 +245,7 @@ class _Group(_Kernel, SramKeep):
 
         fwd_refs, rev_refs = self.refs_of(fwd), self.refs_of(rev)
         return (phase(fwd, fwd_refs | self.kept, kf, lambda k: k, forward, "to")
-                + phase(fwd, fwd_refs, n - kf, lambda k: B.add(k, kf), forward)
+                + phase(fwd, fwd_refs, n - kf, lambda k: B.add(k, kf), forward) + self.between()
                 + phase(rev, rev_refs, n - kf, lambda k: ir.BinOp("-", B.c(full), k), back)
                 + phase(rev, rev_refs, kf, lambda k: ir.BinOp("-", B.c(kf - 1), k), back, "from"))
 

@@ -295,13 +295,17 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
         elif not split:   # a segment of the split: scans of one shape and axis run as one kernel (scan_group.py)
             from gir.passes.schedule_mlu.scan_group import group_items
             group = group_items(spec, info, tasks, remarks, allow_sram)
+            if group is None:   # scans along the last axis and the one before it (scan_cross.py)
+                from gir.passes.schedule_mlu.scan_cross import cross_items
+                group = cross_items(spec, info, tasks, remarks, allow_sram)
             if group is None:
                 raise Unfused(func.name)
             items.extend(group)
             mode = "done"
         else:
             sp = _split(spec, types, sizes, allow_sram, tasks, max_rows, nram) if mode == "fused" else None
-            why = f"function '{func.name}' holds scans (a scan is fused only with scans of its shape and axis)"
+            why = (f"function '{func.name}' holds scans (a scan is fused only with scans of its shape along its "
+                   "axis, the last axis or the one before it)")
             if sp is not None:   # the other statements in fused segments (segments.py)
                 mode = "done"
                 _take_split(sp, items, remarks, choices, views)
