@@ -32,9 +32,8 @@ from gir.passes.builtin.exprs import substitute_vars
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import FLOATS, FULL, _dense, _Plan
-from gir.passes.schedule_mlu.scan_group import GEOMETRY, SRAM_BUDGET, _Group, _key, _share
-from gir.passes.schedule_mlu.scan_size import NRAM_BUDGET, grow_tile
+from gir.passes.schedule_mlu.scan import FLOATS, FULL, _Plan
+from gir.passes.schedule_mlu.scan_group import _Group, _key, sized
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, serial_steps
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
@@ -51,6 +50,8 @@ class _Cross(_Group):
         self._rev = [i for i in rows if plans[i].scan.reverse] + sorted(cols)
 
     def directions(self) -> tuple[list[int], list[int]]:
+        if not hasattr(self, "_fwd"):   # (before __init__ has set them)
+            return super().directions()
         return self._fwd, self._rev
 
     def reverse(self) -> list[int]:
@@ -240,7 +241,7 @@ def cross_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         plans = [plans[n] for n in order]
         cols = {order.index(n): v for n, v in cols.items()}
         name = f"{spec.name}_mlu"
-        k = _build(plans, cols, types, name)
+        k = _build(plans, cols, types, name, spec)
     except GirError:
         return None
     if k is None:
@@ -258,44 +259,20 @@ def cross_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
             "between two barriers across the cores, then each band scanned from its carry)"
             + (f"; {again} of each band's {p.S} positions are read again (SRAM keeps {k.skeep} tiles of {p.R})"
                if again else ""), stmts[0].loc))
-    tot_shape = tuple(p.shape[v] for v in p.units_vars) + (max(2, p.chunks), p.S)
-    return [B.alloc(k.tot_name(i), p.cdt, tot_shape, "gdram") for i in sorted(cols)] + [k.kern]
+    return _items(k)
 
 
-def _build(plans: list[_Plan], cols: dict, types: dict, name: str) -> _Cross | None:
-    """The kernel with the largest tiles that fit NRAM, every tile the walk back reads kept in SRAM when it fits
-    (None when no band of rows fits or SRAM keeps no tile)."""
+def _build(plans: list[_Plan], cols: dict, types: dict, name: str, spec: ir.Func) -> _Cross | None:
+    """The kernel sized as the scan group's (scan_group.py's sized(), the cost model timing the candidates), with
+    one band per task at most (None when no band of rows fits, or SRAM keeps no tile)."""
+    from gir.passes.schedule_mlu.cost import estimate
     tot = f"{name}_tot"
-    per_elem = 16
-    for step in range(24):
-        plans[0].choose(per_elem)
-        if not _one_band_each(plans[0]):
-            return None
-        _share(plans, {a: getattr(plans[0], a) for a in GEOMETRY})
-        k = _Cross(plans, cols, types, name, tot)
-        k.kernel()
-        used = k.nram_bytes()
-        if used <= NRAM_BUDGET or plans[0].R <= L.PITCH:
-            break
-        per_elem = per_elem * used // NRAM_BUDGET + 1
-    if used > NRAM_BUDGET or plans[0].layout != "rows":
-        return None
-    p = plans[0]
+    seconds = lambda k: estimate(dataclasses.replace(spec, body=tuple(_items(k)))).seconds   # noqa: E731
+    return sized(plans, lambda: _Cross(plans, cols, types, name, tot), None, seconds, _one_band_each)
 
-    def nram_at_r() -> int:
-        _share(plans, {a: getattr(p, a) for a in GEOMETRY})
-        g = _Cross(plans, cols, types, name, tot)
-        g.kernel()
-        return g.nram_bytes()
-    grow_tile(p, nram_at_r)
-    _share(plans, {a: getattr(p, a) for a in GEOMETRY})
-    probe = _Cross(plans, cols, types, name, tot)
-    kept = {n for n in probe.refs_of(probe.reverse()) if probe.refs[n][0] == FULL}
-    k = _Cross(plans, cols, types, name, tot)
-    k.kept = kept
-    if kept:
-        k.fit_sram(SRAM_BUDGET, p.S // p.R + (p.S % p.R > 0))
-    if not k.skeep:
-        return None
-    k.kern = _dense(k.kernel(), p)
-    return k
+
+def _items(k: _Cross) -> list:
+    """[a totals array per column member, the kernel]."""
+    p = k.p
+    shape = tuple(p.shape[v] for v in p.units_vars) + (max(2, p.chunks), p.S)
+    return [B.alloc(k.tot_name(i), p.cdt, shape, "gdram") for i in sorted(k.cols)] + [k.kern]

@@ -31,7 +31,7 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
 from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, ROW, _dense, _Kernel, _Plan, forward_carry,
                                           from_tile, overlap_walk, overlaps)
-from gir.passes.schedule_mlu.scan_size import NRAM_BUDGET, grow_tile
+from gir.passes.schedule_mlu.scan_size import NRAM_BUDGET, divisor_tile, even_tile, grow_tile, walk_tile
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
@@ -100,7 +100,25 @@ class _Group(_Kernel, SramKeep):
 
     def alloc(self, name: str, dt: ir.DType, shape) -> str:
         own = not self.landing and (name in OWN or (name[0] == "e" and name[1:-1].isdigit()))   # (and e1_, ...)
-        return super().alloc(f"s{self.m}_{name}" if own else name, dt, shape)
+        if not own:
+            return super().alloc(name, dt, shape)
+        if name == "acc_":   # (a carry: set at the unit's start, live through both walks)
+            return super().alloc(f"s{self.m}_{name}", dt, shape)
+        shared = f"{self.slot()}{name}"
+        a = self.allocs.get(shared)
+        if a is not None and (a.type.dtype, tuple(a.type.shape)) != (dt, tuple(shape)):
+            shared = f"m{self.m}_{name}"   # (the member sharing the slot holds another shape there)
+        return super().alloc(shared, dt, shape)
+
+    def slot(self) -> str:
+        """The prefix of the current member's own tiles: a member of one walk only shares them with the member
+        at its position in the other walk (never live at once: the walks are separate loops, each drained before
+        the next) -- a group walking both ways holds half the temporaries (samples/cumsum.gir at 2,039^2: tiles
+        of 256 positions fit instead of 128); a member of both walks (scan_cross.py) keeps its own."""
+        fwd, rev = self.directions()
+        if (self.m in fwd) == (self.m in rev):
+            return f"m{self.m}_"
+        return f"s{(fwd if self.m in fwd else rev).index(self.m)}_"
 
     def raw(self) -> str | None:
         return None   # (a raw 16-bit tile transposed as it is would be one member's; every member widens it)
@@ -300,43 +318,72 @@ def _share(plans: list[_Plan], geometry: dict) -> None:
             setattr(q, a, v)
 
 
-def _build(plans: list[_Plan], types: dict, name: str, most: int | None) -> _Group | None:
-    """The group's kernel builder with lane chunks of at most `most` and the largest tiles that fit NRAM (scan.py's
-    sizing), SRAM keeping the tiles the reverse members need when the directions differ; None when it does not
-    fit or (directions differing) SRAM keeps no tile."""
+def _build(plans: list[_Plan], types: dict, name: str, most: int | None, seconds) -> _Group | None:
+    """The group's kernel with lane chunks of at most `most` (sized(): `seconds` times its candidates)."""
+    return sized(plans, lambda: _Group(plans, types, name), most, seconds)
+
+
+def sized(plans: list[_Plan], make, most: int | None, seconds, fits=None):
+    """The kernel `make()` builds for `plans` (the leader's geometry shared), with lane chunks of at most `most`
+    (`fits(plan)`: may widen them, or refuse with False): scan positions per tile from the per-element estimate of
+    NRAM, raised to the largest that fits (scan_size.py's grow_tile); of that, the estimate's own fit, the largest
+    tile dividing the scan axis, the largest whose walk has no unpipelined tail and half the largest, the one
+    `seconds(kernel)` rates fastest (the larger on ties) -- the largest is not always: 8,191 rows of 509 in tiles of
+    320 leave a tail of 189 after the loop (estimated 322 us; in tiles of 256, the last overlapping, 267 us). When the members walk both ways, SRAM keeps the tiles of
+    the operands the walk back reads. None when nothing fits NRAM, or SRAM keeps no tile of a walk back."""
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.cost import MLU_RANKING
+    p = plans[0]
     per_elem = 16
     for step in range(24):
-        plans[0].choose(per_elem, most)
-        _share(plans, {a: getattr(plans[0], a) for a in GEOMETRY})
-        k = _Group(plans, types, name)
+        p.choose(per_elem, most)
+        if fits is not None and not fits(p):
+            return None
+        _share(plans, {a: getattr(p, a) for a in GEOMETRY})
+        k = make()
         k.kernel()
         used = k.nram_bytes()
-        if used <= NRAM_BUDGET or plans[0].R <= (1 if plans[0].layout == "cols" else L.PITCH):
+        if used <= NRAM_BUDGET or p.R <= (1 if p.layout == "cols" else L.PITCH):
             break
         per_elem = per_elem * used // NRAM_BUDGET + 1
     if used > NRAM_BUDGET:
         return None
-    p, fit = plans[0], plans[0].R
+    fit = p.R
 
     def nram_at_r() -> int:
         _share(plans, {a: getattr(p, a) for a in GEOMETRY})
-        g = _Group(plans, types, name)
+        g = make()
         g.kernel()
         return g.nram_bytes()
     grow_tile(p, nram_at_r)
-    if p.R != fit:
-        k = _Group(plans, types, name)
-        k.kernel()
-    if len({q.scan.reverse for q in plans}) > 1:
-        kept = {n for n in k.refs_of(k.reverse()) if k.refs[n][0] == FULL}
-        k = _Group(plans, types, name)
-        k.kept = kept
-        if kept:
-            k.fit_sram(SRAM_BUDGET, p.S // p.R + (p.S % p.R > 0))
-        if not k.skeep:
-            return None
-    k.kern = _dense(k.kernel(), p)
-    return k
+    options = []
+    rows = p.layout == "rows"
+    half = divisor_tile(p.S, max(L.PITCH, p.R // 2 // L.PITCH * L.PITCH), L.PITCH) if rows else None
+    for r in dict.fromkeys(x for x in (p.R, fit, even_tile(p.S, p.R, L.PITCH), walk_tile(p.S, p.R, L.PITCH) if rows
+                                       else None, half) if x):
+        p.R = r
+        _share(plans, {a: getattr(p, a) for a in GEOMETRY})
+        k = make()
+        fwd, rev = k.directions()
+        if fwd and rev:   # walks both ways: SRAM keeps the operands of the walk back
+            k.kernel()
+            kept = {n for n in k.refs_of(rev) if k.refs[n][0] == FULL}
+            k = make()
+            k.kept = kept
+            if kept:
+                k.fit_sram(SRAM_BUDGET, p.S // p.R + (p.S % p.R > 0))
+            if not k.skeep:
+                continue
+        k.kern = _dense(k.kernel(), p)
+        k.geometry = {a: getattr(p, a) for a in GEOMETRY}
+        options.append(k)
+        if seconds is None:
+            break
+    if not options:
+        return None
+    best = order(options, seconds, MLU_RANKING)[0] if len(options) > 1 else options[0]
+    _share(plans, best.geometry)
+    return best
 
 
 def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: bool = True) -> list | None:
@@ -361,7 +408,7 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         best, most, alt, tried = None, None, None, set()
         seconds = lambda k: estimate(dataclasses.replace(spec, body=(k.kern,))).seconds  # noqa: E731
         for i in range(6 if mixed else 1):
-            k = _build(plans, types, name, most)
+            k = _build(plans, types, name, most, seconds)
             alt = plans[0].alt_W if i == 0 else alt
             tried.add(plans[0].W)
             if k is not None:   # (one direction: one width, nothing to compare but alt below)
@@ -376,7 +423,7 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
                 break   # (no narrower chunk: 16-bit lane chunks are 64 lanes at least)
             most = w // 2
         if alt is not None and alt not in tried and best is not None:   # longer row segments (scan_size.py)
-            k = _build(plans, types, name, alt)
+            k = _build(plans, types, name, alt, seconds)
             if k is not None:
                 t = seconds(k)
                 best = order([best, (t, k, {a: getattr(plans[0], a) for a in GEOMETRY})], lambda o: o[0],

@@ -118,6 +118,16 @@ def even_tile(S: int, R: int, step: int) -> int | None:
     return None
 
 
+def walk_tile(S: int, R: int, step: int) -> int | None:
+    """The largest multiple of `step` in [R/2, R) whose walk of the rows layout has no unpipelined tail: it divides
+    S, or its tail is 3/4 of a tile or more (one more whole tile, overlapping: scan.py's overlaps), if any (8,191
+    rows of 509 in groups: tiles of 320 leave a tail of 189 after the loop; tiles of 256, one overlapping)."""
+    for r in range(R - R % step - (step if R % step == 0 else 0), max(step, R // 2) - 1, -step):
+        if r > 0 and (S % r == 0 or 4 * (S % r) >= 3 * r):
+            return r
+    return None
+
+
 def grow_tile(plan, nram_of) -> int:
     """Rows layout: plan.R (a chunk that fits, from the per-element estimate of the sizing loops) raised to the
     largest multiple of PITCH up to TILE_ELEMS // W whose kernel fits NRAM_BUDGET (`nram_of()`: the NRAM bytes

@@ -97,14 +97,25 @@ def test_the_random_programs_take_the_fused_kernel(fused_first):
 SAMPLE = open("samples/cumsum.gir").read()
 
 
-@pytest.mark.parametrize("sizes,bound,before", [({"M": 2039, "N": 2039}, 1.50, 1.560),
-                                                ({"M": 2048, "N": 2048}, 1.37, 1.421),
-                                                ({"M": 1024, "N": 4096}, 1.39, 1.489)])
+@pytest.mark.parametrize("sizes,bound,before", [({"M": 2039, "N": 2039}, 1.34, 1.560),
+                                                ({"M": 2048, "N": 2048}, 1.28, 1.421),
+                                                ({"M": 1024, "N": 4096}, 1.40, 1.489)])
 def test_sample_time(sizes, bound, before):
     """samples/cumsum.gir: the column cummax rides along the row scans' kernel (x read once), chosen by the cost
-    model; before, two kernels."""
+    model; before, two kernels (measured now 1.305x, 1.249x, 1.379x the DMA roofline)."""
     from gir.targets.mlu.run import run_func
     f = parse_text(SAMPLE).funcs[0]
     res = run_func(f, None, sizes, values=False)
     assert len(res.stats["kernels"]) == 1
     assert res.stats["seconds"] / (compulsory_bytes(f, sizes) / 307e9) < bound < before
+
+
+def test_members_of_the_two_walks_share_their_temporaries():
+    """c walks forward, p back: they never hold tiles at once (scan_group.py `slot`), one set of temporaries; their
+    carries and the column member's tiles (both walks) stay their own."""
+    from gir.passes.schedule_mlu import schedule_mlu
+    from gir.walk import walk_stmts
+    e = schedule_mlu(parse_text(SAMPLE).funcs[0], {"M": 2039, "N": 2039})
+    allocs = {s.name for k in e.kernels for s in walk_stmts(k.body) if isinstance(s, ir.Alloc)}
+    assert "s0_e1_" in allocs and not any(n.startswith(("s1_e", "m1_")) for n in allocs), sorted(allocs)
+    assert {"s0_acc_", "s1_acc_", "s2_oc_", "s2_tt_"} <= allocs, sorted(allocs)   # (carries apart; r's own)
