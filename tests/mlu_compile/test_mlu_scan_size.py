@@ -16,9 +16,8 @@ from gir.parser import parse_text
 from gir.passes.schedule_mlu.scan import _Plan
 from gir.passes.schedule_mlu.scan_size import even_tile
 from gir.targets.mlu.run import run_func
-from gir.verdict import compare
 
-from tests.mlu_compile.test_mlu_scan import _inputs, _reference
+from tests.mlu_compile.test_mlu_scan_overlap import row_scan_agrees
 
 ROW_SCAN = "func f(x: T[M, N], w: T[N]) -> (y: T[M, N]) {\n  y[i, j] = OP(E, j FLAGS)\n}\n"
 
@@ -73,20 +72,8 @@ def test_random_row_scans_at_balanced_sizes(seed):
     rng = random.Random(seed)
     src, sizes, op, t, exclusive, reverse = _program(rng)
     f = parse_text(src).funcs[0]
-    nrng = np.random.default_rng(seed)
-    shape = (sizes["M"], sizes["N"])
-    x, w = _inputs(t, shape, nrng, op), _inputs(t, shape[1:], nrng, op)
-    if t == "i32":
-        x, w = (np.where(np.abs(a) > 1, 1, a).astype(np.int32) if op == "cumprod" else a for a in (x, w))
-    got = run_func(f, {"x": x, "w": w}, sizes).outputs["y"]
-    wide = np.int32 if t == "i32" else np.float64
-    e = x.astype(wide)
-    if op == "cumprod" and t != "i32":
-        e = 1.0 + e * 0.001
-    if "w[j]" in src:
-        e = e * w.astype(wide)
-    want = _reference(op, e, 1, exclusive, reverse, t)
-    assert compare(got, want, ir.DType(t)).passed, (src, sizes)
+    assert row_scan_agrees(f, sizes, t, op, exclusive, reverse, np.random.default_rng(seed), "w[j]" in src), \
+        (src, sizes)
 
 
 def _ratio(src: str, sizes: dict) -> float:
@@ -122,12 +109,5 @@ def test_values_where_longer_segments_are_timed(op, exclusive, reverse, t):
     e = "x[i, j]" if op != "cumprod" else "1.0 + x[i, j] * 0.001"
     flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
     src = ROW_SCAN.replace("T", t).replace("OP", op).replace("E", f"({e}) * w[j]").replace(" FLAGS", flags)
-    sizes = {"M": 4096, "N": 300}
-    nrng = np.random.default_rng(7)
-    x, w = _inputs(t, (4096, 300), nrng, op), _inputs(t, (300,), nrng, op)
-    got = run_func(parse_text(src).funcs[0], {"x": x, "w": w}, sizes).outputs["y"]
-    e = x.astype(np.float64)
-    if op == "cumprod":
-        e = 1.0 + e * 0.001
-    want = _reference(op, e * w.astype(np.float64), 1, exclusive, reverse, t)
-    assert compare(got, want, ir.DType(t)).passed
+    assert row_scan_agrees(parse_text(src).funcs[0], {"M": 4096, "N": 300}, t, op, exclusive, reverse,
+                           np.random.default_rng(7))
