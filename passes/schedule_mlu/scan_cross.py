@@ -111,8 +111,10 @@ class _Cross(_Group):
             for x in self.store(o, s0, ns, l0, nl):
                 (stores if isinstance(x, ir.Move) else computes).append(x)
         self.member(0)
-        return (group[:n_loads] + loads + computes + group[n_loads:len(group) - n_stores]
-                + group[len(group) - n_stores:] + stores)
+        moves = next((k for k, x in enumerate(group) if not isinstance(x, ir.Move)), len(group))
+        moves = min(moves, n_loads)   # (the carry rows' loads with the other moves, before any widening: the
+        return (group[:moves] + loads + group[moves:n_loads] + computes   # software pipeline takes moves first)
+                + group[n_loads:len(group) - n_stores] + group[len(group) - n_stores:] + stores)
 
     def kernel(self) -> ir.Kernel:
         """The group's unit loop split around the barrier between the walks, the carries computed between two

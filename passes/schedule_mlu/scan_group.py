@@ -405,14 +405,15 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
         for q in plans:
             q.allow_sram = allow_sram
         mixed = len({q.scan.reverse for q in plans}) > 1
-        best, most, alt, tried = None, None, None, set()
+        best, most, alt, even, tried = None, None, None, False, set()
         seconds = lambda k: estimate(dataclasses.replace(spec, body=(k.kern,))).seconds  # noqa: E731
         for i in range(6 if mixed else 1):
             k = _build(plans, types, name, most, seconds)
-            alt = plans[0].alt_W if i == 0 else alt
+            if i == 0:
+                alt, even = plans[0].alt_W, plans[0].can_balance
             tried.add(plans[0].W)
-            if k is not None:   # (one direction: one width, nothing to compare but alt below)
-                t = seconds(k) if mixed or alt else 0.0
+            if k is not None:   # (one direction: one width, nothing to compare but the candidates below)
+                t = seconds(k) if mixed or alt or even else 0.0
                 if best is not None and t >= best[0]:
                     break   # (narrower chunks: more units, no fewer bytes)
                 best = (t, k, {a: getattr(plans[0], a) for a in GEOMETRY})
@@ -422,11 +423,14 @@ def group_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
             if w <= 32 or plans[0].nlanes <= 32 or (most is not None and w > most):
                 break   # (no narrower chunk: 16-bit lane chunks are 64 lanes at least)
             most = w // 2
-        if alt is not None and alt not in tried and best is not None:   # longer row segments (scan_size.py)
-            k = _build(plans, types, name, alt, seconds)
+        for most, balance in ((alt, False), (None, True)):   # longer row segments; lanes dealt evenly (scan_size.py)
+            if best is None or (balance and not even) or (not balance and (most is None or most in tried)):
+                continue
+            plans[0].balance = balance
+            k = _build(plans, types, name, most, seconds)
+            plans[0].balance = False
             if k is not None:
-                t = seconds(k)
-                best = order([best, (t, k, {a: getattr(plans[0], a) for a in GEOMETRY})], lambda o: o[0],
+                best = order([best, (seconds(k), k, {a: getattr(plans[0], a) for a in GEOMETRY})], lambda o: o[0],
                              MLU_RANKING)[0]
     except GirError:
         return None

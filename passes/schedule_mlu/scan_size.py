@@ -35,11 +35,13 @@ def segment(plan, w: int) -> int:
     return min(TILE_ELEMS // w, L.round_up(plan.S, L.PITCH), SEGMENT)
 
 
-def _balance(plan, cands: list, busiest: int) -> None:
-    """Rows layout: lane chunks of `step` < W lanes in W-wide buffers when that deals the lanes evenly enough to
-    the cores to cut the busiest core's lanes by a tenth or more (4,099 rows of 1,021 along the last axis: 129
-    chunks of 32 put 160 rows on the busiest core, 96 chunks of 43 put 129: 1.610x -> 1.370x the DMA
-    roofline); of those, the narrowest buffers (the least padding computed)."""
+def _balanced(plan, cands: list, busiest: int) -> tuple | None:
+    """Rows layout: (W, step, chunks) of lane chunks of `step` < W lanes in W-wide buffers when that deals the
+    lanes to the cores so that the busiest core's lanes are cut by a tenth or more (4,099 rows of 1,021 along the
+    last axis: 129 chunks of 32 put 160 rows on the busiest core, 96 chunks of 43 put 129: 1.610x -> 1.370x the
+    DMA roofline), the narrowest buffers of those (the least padding computed); None otherwise. A candidate the
+    cost model times (unit_items, group_items): more chunks per core cost more row ops, so it is not always
+    faster (3,625 rows of 64: 191 chunks of 19 lanes, 1.85x the time of 29 chunks of 128)."""
     best = None
     for rounds in range(1, 9):
         chunks = max(1, plan.tasks * rounds // plan.n_other)
@@ -52,14 +54,16 @@ def _balance(plan, cands: list, busiest: int) -> None:
         if best is None or key < best[0]:
             best = (key, w, step, chunks)
     if best is not None and best[0][0] * 10 <= busiest * 9:
-        _, plan.W, plan.step, plan.chunks = best
+        return best[1:]
+    return None
 
 
 def choose(plan, per_elem: int, most: int | None = None) -> None:
     """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the
     busiest core's elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes per
-    tile element). `plan.alt_W`: a narrower W as balanced whose row segments are longer (rows off the granule;
-    unit_items times both), or None."""
+    tile element). `plan.alt_W`: a narrower W as balanced whose row segments are longer (rows off the granule),
+    or None; `plan.can_balance`: whether lanes dealt evenly (`_balanced`) would cut the busiest core's share,
+    which `plan.balance` asks for. unit_items and group_items time them as candidates."""
     if plan.layout == "cols":   # (whole 128-byte units of the computed type: 64 lanes of a 16-bit scan)
         step = max(LANE_STEP, L.VECTOR_ALIGN // L.device_nbytes(plan.cdt))
         cands = [plan.nlanes] if plan.nlanes <= step else \
@@ -80,8 +84,10 @@ def choose(plan, per_elem: int, most: int | None = None) -> None:
     seg = max((s for s in scored if s[0][0] == key[0]), key=lambda s: (segment(plan, s[1]), s[1]))
     plan.alt_W = seg[1] if segment(plan, seg[1]) > segment(plan, plan.W) else None
     plan.step = plan.W   # lanes between two chunks: W, or fewer when balanced (the buffers stay W wide)
-    if plan.layout == "rows":
-        _balance(plan, cands, key[0])
+    balanced = _balanced(plan, cands, key[0]) if plan.layout == "rows" else None
+    plan.can_balance = balanced is not None
+    if balanced is not None and getattr(plan, "balance", False):
+        plan.W, plan.step, plan.chunks = balanced
     # rows of whole 128-byte units need no padding: unpadded (`layout=dense`) tiles
     plan.dense = plan.W * L.device_nbytes(plan.cdt) % L.VECTOR_ALIGN == 0
     plan.units = plan.n_other * plan.chunks
@@ -149,7 +155,7 @@ def grow_tile(plan, nram_of) -> int:
     return nram_of()
 
 
-def _sized(spec: ir.Func, info, plan, name: str, most: int | None) -> tuple:
+def _sized(spec: ir.Func, info, plan, name: str, most: int | None, balance: bool = False) -> tuple:
     """(estimated seconds or None, the kernel, its NRAM bytes) of the unit kernel with lane chunks of at most
     `most`: tile sizes from a per-element estimate, refined by the real allocation, then raised to the largest
     fit; the cost model picks R among that fit, the largest tile dividing the scan axis, and a half and a quarter
@@ -164,6 +170,7 @@ def _sized(spec: ir.Func, info, plan, name: str, most: int | None) -> tuple:
         k = _Kernel(plan, dict(info.types), name)
         return k.kernel(), k.nram_bytes()
     per_elem = 16          # bytes per tile element: two f32 slots each of the loaded and the stored tile
+    plan.balance = balance
     for step in range(24):
         plan.choose(per_elem, most)
         kern, used = build()
@@ -175,15 +182,16 @@ def _sized(spec: ir.Func, info, plan, name: str, most: int | None) -> tuple:
     if used > NRAM_BUDGET:
         return None, _dense(kern, plan), used
     grow_tile(plan, lambda: build()[1])
-    step = 1 if plan.layout == "cols" else L.PITCH
+    unit = 1 if plan.layout == "cols" else L.PITCH
     fit, options = plan.R, []
-    for r in [fit, even_tile(plan.S, fit, step)] + [divisor_tile(plan.S, max(step, fit // d // step * step), step)
+    for r in [fit, even_tile(plan.S, fit, unit)] + [divisor_tile(plan.S, max(unit, fit // d // unit * unit), unit)
                                                      for d in (2, 4)]:
         if r is None or any(o[0] == r for o in options):
             continue
         plan.R = r
         kern, used = build()
-        options.append((r, _dense(kern, plan), used, estimate(dataclasses.replace(spec, body=(kern,))).seconds))
+        kern = _dense(kern, plan)
+        options.append((r, kern, used, estimate(dataclasses.replace(spec, body=(kern,))).seconds))
     pick = order(options, lambda o: o[3], MLU_RANKING)[0]
     plan.R = pick[0]
     return pick[3], pick[1], pick[2]
@@ -195,16 +203,18 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
     from gir.passes.schedule_mlu.cost import MLU_RANKING
     st, tasks = plan.stmt, plan.tasks
     name = f"{spec.name}_mlu"
-    seconds, kern, used = _sized(spec, info, plan, name, None)
-    alt = plan.alt_W
-    if alt is not None and seconds is not None:
-        first = (seconds, kern, used, {a: getattr(plan, a) for a in GEOMETRY})
-        other = _sized(spec, info, plan, name, alt)
-        if other[0] is not None:
-            best = order([first, other + ({a: getattr(plan, a) for a in GEOMETRY},)], lambda o: o[0], MLU_RANKING)[0]
-            seconds, kern, used, geometry = best
-            for a, v in geometry.items():
-                setattr(plan, a, v)
+    tried = [_sized(spec, info, plan, name, None) + ({a: getattr(plan, a) for a in GEOMETRY},)]
+    alt, can_balance = plan.alt_W, plan.can_balance
+    for most, balance in ((alt, False), (None, True)):   # longer row segments; lanes dealt evenly
+        if (balance and not can_balance) or (not balance and most is None):
+            continue
+        tried.append(_sized(spec, info, plan, name, most, balance) + ({a: getattr(plan, a) for a in GEOMETRY},))
+    fits = [t for t in tried if t[0] is not None]
+    seconds, kern, used, geometry = order(fits, lambda o: o[0], MLU_RANKING)[0] if len(fits) > 1 else \
+        (fits or tried)[0]
+    for a, v in geometry.items():
+        setattr(plan, a, v)
+    plan.balance = False
     if used > NRAM_SLACK:
         raise GirError(f"the scan '{st.target.name}' needs {used} bytes of NRAM for one tile", st.loc)
     if remarks is not None and plan.units < tasks:
@@ -215,4 +225,4 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
     return [kern]
 
 
-GEOMETRY = ("W", "step", "chunks", "dense", "units", "R", "alt_W")   # what choose and the sizing decide
+GEOMETRY = ("W", "step", "chunks", "dense", "units", "R")   # what choose and the sizing decide
