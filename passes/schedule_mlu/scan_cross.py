@@ -31,7 +31,6 @@ from gir.errors import GirError
 from gir.passes.builtin.exprs import substitute_vars
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
 from gir.passes.schedule_mlu.scan import FLOATS, FULL, _Plan
 from gir.passes.schedule_mlu.scan_group import _Group, _key, sized
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, serial_steps
@@ -119,14 +118,10 @@ class _Cross(_Group):
     def kernel(self) -> ir.Kernel:
         """The group's unit loop split around the barrier between the walks, the carries computed between two
         barriers there (module docstring)."""
-        p = self.p
-        radix, body = self.unit_body(self.walk)
-        loop = ir.For("it_", B.c(0), unit_trips(p.units, p.tasks, self.task()),
-                      tuple(decode_units(radix, p.units, p.tasks, body, self.task())))
-        before, after = _split([loop])
+        before, after = _split([self.unit_loop()])
         carries = [ir.Sync(ir.ParLevel.all)] + self.carries() + [ir.Sync(ir.ParLevel.all)]
         par = self.scope(tuple(self.allocs.values()), tuple(before + carries + after))
-        return ir.Kernel(self.name, (par,), (("task_dim", str(p.tasks)),))
+        return ir.Kernel(self.name, (par,), (("task_dim", str(self.p.tasks)),))
 
     def carries(self) -> list:
         """Each band's carry of every column member, in place of its totals: each task takes a slice of the

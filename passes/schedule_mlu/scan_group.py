@@ -267,13 +267,17 @@ class _Group(_Kernel, SramKeep):
                 + phase(rev, rev_refs, n - kf, lambda k: ir.BinOp("-", B.c(full), k), back)
                 + phase(rev, rev_refs, kf, lambda k: ir.BinOp("-", B.c(kf - 1), k), back, "from"))
 
-    def kernel(self) -> ir.Kernel:
+    def unit_loop(self) -> ir.For:
+        """The task's loop over its work units, each decoded and walked."""
         p = self.p
         radix, body = self.unit_body(self.walk)
-        loop = ir.For("it_", B.c(0), unit_trips(p.units, p.tasks, self.task()),
+        return ir.For("it_", B.c(0), unit_trips(p.units, p.tasks, self.task()),
                       tuple(decode_units(radix, p.units, p.tasks, body, self.task())))
+
+    def kernel(self) -> ir.Kernel:
+        loop = self.unit_loop()
         par = self.scope(tuple(self.allocs.values()), (loop,))
-        return ir.Kernel(self.name, (par,), (("task_dim", str(p.tasks)),))
+        return ir.Kernel(self.name, (par,), (("task_dim", str(self.p.tasks)),))
 
     def kept_shape(self) -> tuple[int, int]:
         """One kept tile in SRAM: a landed tile's shape, its lanes cut to those the scan has (a rows-layout lane
