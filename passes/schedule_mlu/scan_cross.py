@@ -78,7 +78,6 @@ class _Cross(_Group):
         back = members is self._rev
         group = super().tile_all(s0, ns, l0, nl, [i for i in members if i not in self.cols])   # (loads first)
         n_loads = self.n_loads   # (the loads, SRAM copies and widenings of the landed tiles: loads())
-        n_stores = sum(1 for x in group if isinstance(x, ir.Move) and x.kind == "store")
         loads, computes, stores = [], [], []
         for i in (i for i in members if i in self.cols):
             self.member(i)
@@ -111,9 +110,10 @@ class _Cross(_Group):
                 (stores if isinstance(x, ir.Move) else computes).append(x)
         self.member(0)
         moves = next((k for k, x in enumerate(group) if not isinstance(x, ir.Move)), len(group))
-        moves = min(moves, n_loads)   # (the carry rows' loads with the other moves, before any widening: the
-        return (group[:moves] + loads + group[moves:n_loads] + computes   # software pipeline takes moves first)
-                + group[n_loads:len(group) - n_stores] + group[len(group) - n_stores:] + stores)
+        moves = min(moves, n_loads)
+        # the carry rows' loads with the other moves, before any widening (the software pipeline takes moves
+        # first); the column members' computes before the group's, their stores after the group's
+        return group[:moves] + loads + group[moves:n_loads] + computes + group[n_loads:] + stores
 
     def kernel(self) -> ir.Kernel:
         """The group's unit loop split around the barrier between the walks, the carries computed between two
