@@ -4,7 +4,8 @@ A unit's [T, W] slab does not fit one core's NRAM when W is wide (128 f32 lanes 
 DMA granules wasted at a segment's two ends only), so the cores of a cluster share it: sub-tile g of S rows goes to
 core g % cores (`sub_tiles`), each core keeps its sub-tiles in its NRAM, and the statistics over T (column sums,
 maxima, the online softmax's max and rescaled sum) are combined across the cluster through SRAM after the pass
-that accumulates them (`combine`):
+that accumulates them (`Combine`; a statistic over the whole slab -- a group norm's mean -- as one value per core
+in a [cores] vector):
 
     parallel cl_ in 0..clusters @cluster {
       alloc s_x: f32[cores, W] @sram                      # one row of partials per core
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from gir import ir
 from gir.passes.schedule_mlu import build as B
-from gir.passes.schedule_mlu.tiles import FULL
+from gir.passes.schedule_mlu.tiles import COL, FULL
 from gir.passes.schedule_mlu.tiles_builder import _unit_loop
 
 CORE = "co_"
@@ -73,23 +74,33 @@ class Combine:
         self.exchange: dict[str, ir.Alloc] = {}   # SRAM allocs of the cluster scope, or function-level GDRAM
         self.core = "task_" if grid else CORE
 
-    def _tiles(self, n: str) -> tuple[str, str]:
+    def _tiles(self, n: str, one: bool = False) -> tuple[str, str]:
+        """The exchange tile and the NRAM tile of partials of statistic `n`: [cores, W], or [cores] for a
+        statistic of one value (`one`)."""
         x, a = (f"{self.grid}_{n}_x" if self.grid else f"{n}_x"), f"{n}_a"
         if x not in self.exchange:
-            self.exchange[x] = B.alloc(x, ir.DType.f32, (self.cores, self.W), "gdram" if self.grid else "sram")
-            self.bufs.allocs[a] = B.alloc(a, ir.DType.f32, (self.cores, self.W), "nram")
-            self.bufs.kind[a] = FULL
+            shape = (self.cores,) if one else (self.cores, self.W)
+            self.exchange[x] = B.alloc(x, ir.DType.f32, shape, "gdram" if self.grid else "sram")
+            self.bufs.allocs[a] = B.alloc(a, ir.DType.f32, shape, "nram")
+            self.bufs.kind[a] = COL if one else FULL
         return x, a
 
-    def stmts(self, accs: dict, online: dict, acc_ref, nw: int) -> list:
+    def stmts(self, accs: dict, online: dict, acc_ref, nw: int, ones: set | None = None) -> list:
         """Statements combining the partials of `accs` ({name: reduction}; `online`: {sum: its max}), whose
-        per-core value `acc_ref(name)` is a [nw] region, into every core's full value."""
+        per-core value `acc_ref(name)` is a [nw] region (a [1] region for the statistics of one value in `ones`:
+        over the whole slab), into every core's full value."""
         if not accs:
             return []
         c, co = self.cores, B.v(self.core)
         put, get, comp = [], [], []
         part = {}
         for n in accs:
+            if n in (ones or ()):   # one value per core: a [cores] vector
+                x, a = self._tiles(n, one=True)
+                put.append(B.move("store" if self.grid else "copy", B.ref(x, co), acc_ref(n)))
+                get.append(B.move("load" if self.grid else "copy", B.ref(a, B.sl(0, c)), B.ref(x, B.sl(0, c))))
+                part[n] = B.ref(a, B.sl(0, c))
+                continue
             x, a = self._tiles(n)
             put.append(B.move("store" if self.grid else "copy", B.ref(x, co, B.sl(0, nw)), acc_ref(n)))
             get.append(B.move("load" if self.grid else "copy", B.ref(a, B.sl(0, c), B.sl(0, nw)),

@@ -229,9 +229,9 @@ def _combine_s(t: Tiles, grid: bool = False) -> float:
 
 def cluster_ok(t: Tiles, tasks: int, sram: bool) -> bool:
     """A unit's slab may be shared by a cluster's cores: SRAM allowed, whole clusters, statistics over T all per
-    lane (combined lane-wise across the cores: tiles_cluster.py)."""
+    lane or over the whole slab (combined lane-wise, or as one value per core, across the cores: tiles_cluster.py)."""
     reds = [op for op in t.ops if op.fn in TRED]
-    return sram and tasks % CORES == 0 and bool(reds) and all(op.dst.kind == COL for op in reds)
+    return sram and tasks % CORES == 0 and bool(reds) and all(op.dst.kind in (COL, SCAL) for op in reds)
 
 
 def _lower_bound(t: Tiles, pl: Plan) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, Op, Tiles, Val, _has
+from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, SCAL, Op, Tiles, Val, _has
 from gir.passes.schedule_mlu.longrows import ONLINE_MAX_START
 from gir.passes.schedule_mlu.tiles_cluster import CORE, Combine, cluster_kernel, shared_rows, sub_tiles
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
@@ -270,7 +270,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
                 out += sub_tiles(full, tail, S, cores, lambda k0, g0, nr: step(p, idx, k0, nr, l0, nw, g0), cvar)
                 done = {n: op.fn[1:] for n, op in accs.items() if lv[n] - 1 == p}
                 out += comb.stmts(done, {s: m for s, (m, _) in online.items() if s in done},
-                                  lambda n: reg(n, 0, S, nw), nw)
+                                  lambda n: reg(n, 0, S, nw), nw, {n for n in done if accs[n].dst.kind == SCAL})
                 continue
             if full:
                 kv = f"k{p}_"
