@@ -346,7 +346,7 @@ def tile_schedule(spec: ir.Func, info, tasks: int = 32, nram: int = 768 * 1024, 
     # the analytic order stands: compile time)
     items, plan = K.build(t, name, tasks, min(nram - 48 * 1024, K.NRAM_BUDGET),
                           rank if moved >= K.RANK_BYTES else None, allow_sram)
-    units = plan.parts * -(-t.n_lanes // plan.W)
+    units = (1 if plan.head else plan.parts) * -(-t.n_lanes // plan.W)
     for a in t.units:
         units *= t.axes.ext[a]
     size = sum(math.prod(t.axes.ext[a] for a in t.axes.dims[n]) * t.dtype(n).nbytes

@@ -33,6 +33,8 @@ class Plan:
     R: int             # rows per tile (held: all of T; slab: rows per sub-tile)
     parts: int = 1     # stream: parts of T per (unit point, chunk); slab: cores sharing a unit (4 or all)
     dense: bool = False   # NRAM tiles without row padding (kernel attribute layout=dense)
+    head: int = 0      # slab shared by a cluster: the first `head` units (whole rounds) one per core in a kernel
+    #                    before the slabs the clusters share (tiles_slab.py)
 
 
 # ------------------------------------------------------------------------------------------------ scopes

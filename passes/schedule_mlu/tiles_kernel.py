@@ -104,11 +104,14 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
         if is_shared(plan):   # a cluster's cores share each unit: a core moves its share of the sub-tiles (f32
             # per-row inputs too: no whole-unit loads), then the combines
             rows = shared_rows(t.n_rows, plan.R, plan.parts)
-            per_cl = -(-units // tasks)   # (units counts a unit once per core of its cluster)
+            shared = units - plan.head * plan.parts   # (units counts a shared unit once per core of its cluster)
+            per_cl = -(-shared // tasks)
+            bw_s = min(CORE_BW, GDRAM_BW / min(tasks, shared))
             dmas = sum(1 for k in list(t.inputs.values()) + list(t.outputs.values()) if _has(k)[0])
             comp = rows * plan.W * _cycles_per_element(t) / MLU370.clock_hz   # (fewer busy cores: more each)
-            return per_cl * (max(b / plan.parts / bw, comp) + rows // plan.R * dmas * LAT + 2 * ft / bw +
-                             _combine_s(t, plan.parts == tasks)) * 1.05
+            own = plan.head // tasks * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw)   # (mixed: head)
+            return (own + per_cl * (max(b / plan.parts / bw_s, comp) + rows // plan.R * dmas * LAT + 2 * ft / bw_s +
+                                    _combine_s(t, plan.parts == tasks))) * 1.05
         return per_core * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw) * 1.05
     rows = -(-t.n_rows // plan.parts)
     tiles = -(-rows // plan.R)
@@ -148,6 +151,13 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
                     # cores have work, else the one-core slab or another recipe)
                     if shared and sub * CORES < 2 * t.n_rows and 2 * CORES * units >= tasks:
                         cands.append(Plan("slab", w, sub, CORES, dense=w % 64 == 32))
+                        # units a little over whole rounds of the cores (68 groups on 32 cores: a third round
+                        # for 4 of them): the whole rounds one unit per core, then the rest in slabs the
+                        # clusters share (two kernels: as one, the cost model gave the busiest core the
+                        # bandwidth of its last round through the whole kernel)
+                        rest = units % tasks
+                        if w in lanes and t.n_lanes % w == 0 and units > tasks and 0 < rest <= tasks // 2:
+                            cands.append(Plan("slab", w, sub, CORES, dense=w % 64 == 32, head=units - rest))
                 # too few units for the clusters: every core shares each unit (combined through GDRAM; narrow
                 # units take sub-tiles of 1 KiB and more; 32 rows a core at least: the barriers' cost)
                 if shared and sub * w >= 256 and sub * tasks < 2 * t.n_rows and CORES * units < tasks and \
@@ -238,7 +248,7 @@ def _lower_bound(t: Tiles, pl: Plan) -> int:
     """NRAM bytes any kernel of the plan needs at least: its largest tile (held: in two pipeline slots)."""
     pitch = pl.W if pl.dense or pl.W % L.PITCH == 0 else L.round_up(pl.W, L.PITCH)
     rows = t.n_rows if pl.mode in ("held", "slab") else pl.R
-    if is_shared(pl):
+    if is_shared(pl) and not pl.head:
         rows = shared_rows(t.n_rows, pl.R, pl.parts)
     return rows * pitch * 4 * (2 if pl.mode == "held" else 1)
 

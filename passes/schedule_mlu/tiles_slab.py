@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
@@ -46,9 +48,14 @@ def levels(t: Tiles) -> tuple[dict, dict]:
     return lv, online
 
 
-def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
+def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple | None = None) -> list:
     """Items of the slab schedule: per unit, the [T, W] slab in NRAM once, passes over it in sub-tiles of S rows:
-    pass 0 loads (pipelined), the last stores (pipelined)."""
+    pass 0 loads (pipelined), the last stores (pipelined). `plan.head`: two kernels, the first `head` units one
+    per core, then the rest in slabs a cluster shares (`{name}_rest`); `span`: (first, end) of the units this
+    kernel does (whole lane chunks only)."""
+    if plan.head:
+        return slab_kernel(t, dataclasses.replace(plan, parts=1, head=0), name, tasks, (0, plan.head)) + \
+            slab_kernel(t, dataclasses.replace(plan, head=0), f"{name}_rest", tasks, (plan.head, None))
     kb = KernelBuilder(t, plan, name, tasks)
     sc = kb.scope
     S, W, nt = plan.R, plan.W, kb.nt
@@ -291,8 +298,11 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS) -> list:
     nu = _prod([e for _, e in radix])
     cm, wl = t.n_lanes // W, t.n_lanes % W
     workers, task = (1, None) if grid else (tasks // cores, "cl_") if cores > 1 else (tasks, "task_")
-    loops = _unit_loop("it_", nu * cm, workers, 0, lambda u: decode_loops(
-        kb, u, radix + [("chunk", cm)], lambda idx: unit(idx, B.mul(idx["chunk"], W), W)), task)
+    first, end = span or (0, None)
+    end = nu * cm if end is None else end
+    assert not (span and wl), "a slab kernel doing a span of the units has whole lane chunks"
+    loops = _unit_loop("it_", end - first, workers, first, lambda u: decode_loops(
+        kb, B.add(u, first), radix + [("chunk", cm)], lambda idx: unit(idx, B.mul(idx["chunk"], W), W)), task)
     if wl:
         loops += _unit_loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
             kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)), task)

@@ -26,8 +26,9 @@ from gir.walk import walk_stmts
 from tests.mlu_compile.test_mlu_tiles import _check
 
 
-def program(seed: int) -> tuple[str, dict]:
-    """A seeded program of statistics over the two inner axes of each (b, g) group, used again at every element."""
+def program(seed: int, affine: bool | None = None) -> tuple[str, dict]:
+    """A seeded program of statistics over the two inner axes of each (b, g) group, used again at every element
+    (`affine`: with a per-channel operand, or without; default: seeded)."""
     rng = np.random.default_rng(seed)
     t = ["f32", "f16", "bf16"][rng.integers(3)]
     batch = bool(rng.integers(2))
@@ -47,7 +48,7 @@ def program(seed: int) -> tuple[str, dict]:
         lines.append(f"  z[{st}] = sum(exp({x} - a[{st}]))")
         y = f"exp({x} - a[{st}]) / z[{st}]"
     ins = f"x: {t}[{'B, ' if batch else ''}G, C, S]"
-    if rng.integers(2):   # a per-channel affine
+    if rng.integers(2) if affine is None else (rng.integers(2) or True) and affine:   # a per-channel affine
         ins += ", w: f32[G, C]"
         y = f"({y}) * w[g, c] + 0.5"
     outs = f"y: {t}[{'B, ' if batch else ''}G, C, S]"
@@ -121,3 +122,44 @@ def test_time_of_group_norms_with_few_groups(name, sizes, bound, before):
     res = run_func(f, None, full, values=False)
     assert len(res.explicit.kernels) == 1 and ir.ParLevel.cluster in _levels(res.explicit)
     assert res.stats["seconds"] / (compulsory_bytes(f, full) / 307e9) < bound < before
+
+
+MID = """func f(x: T[B, N, C]) -> (y: T[B, N, C]) {
+  mx[b, c] = max(f32(x[b, n, c]))
+  e[b, n, c] = exp(f32(x[b, n, c]) - mx[b, c])
+  s[b, c] = sum(e[b, n, c])
+  y[b, n, c] = T(e[b, n, c] / s[b, c])
+}
+"""
+
+
+@pytest.mark.parametrize("seed", range(200, 210))
+def test_whole_rounds_one_unit_per_core_then_the_rest_shared(monkeypatch, seed):
+    """Units a little over whole rounds of the cores (33 to 48 of them): the whole rounds one unit per core, then
+    a kernel where the clusters share the rest (`Plan.head`), forced; group statistics and per-lane ones."""
+    orig = K.estimate
+    monkeypatch.setattr(K, "estimate", lambda t, pl, tasks=K.TASKS: orig(t, pl, tasks) * (0.001 if pl.head else 1))
+    monkeypatch.setattr(K, "RANK_BYTES", 1 << 40)   # (the analytic order stands: no timing of the plans)
+    rng = np.random.default_rng(seed)
+    if seed % 2:   # (with a per-channel operand: without one a group may be one long row, another recipe)
+        src, sizes = program(seed, affine=True)
+        groups = int(rng.integers(33, 49))
+        sizes.update(G=groups, C=int(rng.integers(40, 90)), S=int(rng.integers(130, 300)))
+        if "B" in sizes:
+            sizes.update(B=2, G=-(-groups // 2))
+    else:
+        src = MID.replace("T", ["f32", "f16", "bf16"][seed % 3])
+        sizes = {"B": int(rng.integers(33, 49)), "N": int(rng.integers(40, 90)), "C": int(rng.integers(130, 300))}
+    e = _check(parse_text(src).funcs[0], sizes, seed)
+    assert ir.ParLevel.cluster in _levels(e), "the shared plan was not taken"
+
+
+def test_time_of_a_group_norm_with_a_third_round_of_four_groups():
+    """68 groups on 32 cores: a kernel of two rounds one group per core, then one where four clusters share the
+    last four."""
+    f = parse_file("samples/group_norm_view.gir").funcs[0]
+    full = complete_sizes(f, {"N": 17, "C": 252, "H": 31, "W": 33})
+    res = run_func(f, None, full, values=False)
+    assert [k.name for k in res.explicit.kernels] == ["group_norm_view_mlu", "group_norm_view_mlu_rest"]
+    assert ir.ParLevel.cluster in _levels(res.explicit)
+    assert res.stats["seconds"] / (compulsory_bytes(f, full) / 307e9) < 1.36 < 1.404
