@@ -123,6 +123,7 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
 RANKED = 6   # plans that fit NRAM timed by the MLU cost model (`rank`), in the analytic estimate's order
 RANKED_SHARED = 4   # ... and up to this many slabs a cluster shares (tiles_cluster.py), and as many slabs every core
 #                     shares, timed besides those
+NRAM_SLACK = 1.1   # (build: a tile is skipped when a larger one's NRAM scaled by their areas is over this x the budget)
 RANK_BYTES = 1 << 20   # ... for functions moving at least this many bytes (tiles.tile_schedule)
 
 
@@ -178,15 +179,30 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
     tried, fitting, shared_fit = 0, [], {CORES: 0, tasks: 0}   # shared plans timed, by cores per unit
+    too_big: dict = {}   # (the plan but its tile's shape) -> [(rows, lanes, NRAM bytes)] of tiles that did not fit
     for pl in cands:
         if (shared_fit[pl.parts] >= RANKED_SHARED) if is_shared(pl) else \
                 (rank is not None and len(fitting) - sum(shared_fit.values()) >= RANKED):
             continue   # (its kind's quota is full: the scan goes on for the other kinds)
+        kind = (pl.mode, pl.parts, pl.head)
+        if any((pl.R >= r and pl.W >= w) or (pl.mode == "stream" and used * pl.R * pl.W > NRAM_SLACK * nram * r * w)
+               for r, w, used in too_big.get(kind, ())):
+            # (NRAM grows with a tile's rows and lanes; a stream plan's with their product, from a fixed part:
+            # tiles that a larger tile's bytes say cannot fit are not built -- compile time: 66 of 78 candidates
+            # of a chain of element-wise ops did not fit)
+            tried += 1
+            if tried > 60:
+                break
+            continue
         items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
-        if pl.mode == "stream" and footprint(t, items) > nram:   # (the per-row inputs' unit buffers crowd it out)
+        used = footprint(t, items)
+        if pl.mode == "stream" and used > nram:   # (the per-row inputs' unit buffers crowd it out)
             items = stream_kernel(t, pl, name, tasks, unit_inputs=False)
+            used = footprint(t, items)
         tried += 1
-        if footprint(t, items) <= nram:
+        if used > nram:
+            too_big.setdefault(kind, []).append((pl.R, pl.W, used))
+        else:
             if rank is None:
                 return items, pl
             fitting.append((items, pl))
