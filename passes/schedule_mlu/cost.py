@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import eval_int, free_vars
+from gir.affine import eval_int, free_vars, slice_extent, to_affine
 from gir.walk import map_children, stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
@@ -158,6 +158,26 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
                       sum(c.gdram for c in costs))
 
 
+def _extent_vars(s) -> set[str]:
+    """The index variables the extents of the regions of a compute or a move depend on: those of slices whose
+    length is not a constant, of a compute's value outside its regions, none of a slice `a .. a + n` or a point."""
+    out: set[str] = set()
+    refs = [s.dst, s.src] if isinstance(s, ir.Move) else [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
+    for r in refs:
+        for i in r.index:
+            if isinstance(i, ir.Slice) and not _const_length(i) and slice_extent(i.start, i.stop) is None:
+                out |= free_vars(i.start) | free_vars(i.stop)
+    if isinstance(s, ir.Assign):   # (values outside the regions: scalars of the control thread)
+        out |= {x.name for x in walk(s.value) if isinstance(x, ir.Var)} - \
+            {v for r in refs[1:] for i in r.index for v in free_vars(i)}
+    return out
+
+
+def _const_length(i: ir.Slice) -> bool:
+    a, b = to_affine(i.start), to_affine(i.stop)
+    return a is not None and b is not None and (b - a).is_const
+
+
 def _tasks(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
     """(index environment, body) of every task: the points of the @cluster / @core parallel loops. Statements of
     an outer level (a cluster's SRAM loads before its cores start) are counted in each task under it: its cores
@@ -194,13 +214,14 @@ class _Walker:
                 getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
 
     def leaf(self, s, env: dict, c: TaskCost) -> None:
-        """A compute or a move, memoised on the values of the index variables it mentions (most mention none
-        that change between tasks and iterations: one evaluation serves them all)."""
+        """A compute or a move, memoised on the values of the index variables its regions' extents depend on:
+        its cost depends on nothing else (GDRAM bytes are averaged over where a segment starts, a vector op's
+        length is its region's; a slice `a .. a + 8` is 8 elements wherever a is), so one evaluation serves the
+        tasks and iterations that only move a region about."""
         names = self.leaf_vars.get(id(s))
         if names is None:
-            names = tuple(sorted(set().union(*(free_vars(e) for e in stmt_exprs(s)))))
-            self.leaf_vars[id(s)] = names
-            self.keep.append(s)   # (ids stay unique while the walker lives)
+            self._leaf_names(s)
+            names = self.leaf_vars[id(s)]
         key = (id(s), tuple(env.get(v) for v in names), self.rate if isinstance(s, ir.Move) else None)
         got = self.leaf_memo.get(key)
         if got is None:
@@ -273,14 +294,28 @@ class _Walker:
         return moves and any(isinstance(x, ir.Assign) for x in body)
 
     def _vars(self, s: ir.For) -> set[str]:
+        """The index variables the cost of the loop's body depends on: its loops' bounds, its conditions and the
+        extents of its regions (`_extent_vars`), not where the regions lie."""
         key = id(s)
         if key not in self.memo:
             names: set[str] = set()
             for x in walk_stmts(s.body):
-                for e in stmt_exprs(x):
-                    names |= free_vars(e)
+                if isinstance(x, (ir.Assign, ir.Move)):
+                    names |= self._leaf_names(x)
+                elif isinstance(x, (ir.For, ir.Parallel)):
+                    names |= free_vars(x.lo) | free_vars(x.hi)
+                elif isinstance(x, ir.If):
+                    names |= free_vars(x.cond)
             self.memo[key] = (s, names)
         return self.memo[key][1]
+
+    def _leaf_names(self, s) -> set[str]:
+        names = self.leaf_vars.get(id(s))
+        if names is None:
+            names = tuple(sorted(_extent_vars(s)))
+            self.leaf_vars[id(s)] = names
+            self.keep.append(s)   # (ids stay unique while the walker lives)
+        return set(names)
 
     def stmt_If(self, s: ir.If, env, c) -> None:
         taken = truth(s.cond, env)
