@@ -7,8 +7,9 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
 
 * every task (each point of the kernel's `@cluster` / `@core` parallel loops) is walked with its index bound,
   loops multiply their bodies by their trip counts (a body whose cost depends on the loop variable -- a tail tile,
-  a prologue condition -- is the mean of its first and last iterations), `if`s whose conditions are index
-  expressions take their branch;
+  a prologue condition, a short last work unit -- counts its first and last iterations once and its middle one
+  for the others), `if`s whose conditions are index expressions take their branch; a compute or a move is
+  evaluated once per value of the index variables its regions' extents depend on, not per place (`_extent_vars`);
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
   traffic counted as the simulator counts it, every `dma_granularity` granule a segment touches plus a granule
   read again per partially written one, segments that repeat with strides off the granule grid averaged over
@@ -270,11 +271,18 @@ class _Walker:
         self.block(s.body, {**env, s.var: lo}, first)
         body = first
         if depends and trips > 1:
+            # the first, the last and (from three trips) the middle iteration stand for the others: exact where
+            # the cost varies linearly with the variable (a triangle) and where only the last iteration differs
+            # (a tail: a short work unit), which the mean of the first and the last took for half the trips
             last = TaskCost()
             self.block(s.body, {**env, s.var: lo + (trips - 1) * s.step}, last)
             body = TaskCost()
-            body.add(first, 0.5)
-            body.add(last, 0.5)
+            body.add(first, 1.0 / trips)
+            body.add(last, 1.0 / trips)
+            if trips > 2:
+                mid = TaskCost()
+                self.block(s.body, {**env, s.var: lo + (trips // 2) * s.step}, mid)
+                body.add(mid, (trips - 2) / trips)
         time = body.time * trips
         if self.overlap and trips > 1 and self._pipelined(s):
             # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
