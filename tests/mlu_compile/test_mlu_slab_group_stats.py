@@ -48,7 +48,8 @@ def program(seed: int, affine: bool | None = None) -> tuple[str, dict]:
         lines.append(f"  z[{st}] = sum(exp({x} - a[{st}]))")
         y = f"exp({x} - a[{st}]) / z[{st}]"
     ins = f"x: {t}[{'B, ' if batch else ''}G, C, S]"
-    if rng.integers(2) if affine is None else (rng.integers(2) or True) and affine:   # a per-channel affine
+    draw = bool(rng.integers(2))   # (drawn either way: the rest of the seed's sequence stays)
+    if draw if affine is None else affine:   # a per-channel affine
         ins += ", w: f32[G, C]"
         y = f"({y}) * w[g, c] + 0.5"
     outs = f"y: {t}[{'B, ' if batch else ''}G, C, S]"
