@@ -182,7 +182,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
     tried, fitting, shared_fit = 0, [], {CORES: 0, tasks: 0}   # shared plans timed, by cores per unit
-    too_big: dict = {}   # (the plan but its tile's shape) -> [(rows, lanes, NRAM bytes)] of tiles that did not fit
+    too_big: dict = {}   # (mode, cores a unit, head) -> [(rows, lanes, NRAM bytes)] of the tiles that did not fit
     for pl in cands:
         if (shared_fit[pl.parts] >= RANKED_SHARED) if is_shared(pl) else \
                 (rank is not None and len(fitting) - sum(shared_fit.values()) >= RANKED):
