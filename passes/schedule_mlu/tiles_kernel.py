@@ -158,9 +158,9 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
                         # kernels: as one, the cost model gave the busiest core the bandwidth of its last round
                         # through the whole kernel). (Where lane chunks deal the units out, the cost model's
                         # ranking of this split against them was noise: a middle-axis softmax of 40 units
-                        # 1.323x -> 1.351x.)
+                        # 1.323x -> 1.351x; and with a rest of 12 to 16 units it simulated 0.5-1.3% slower.)
                         rest = units % tasks
-                        if _lane_reduced(t) and units > tasks and 0 < rest <= tasks // 2:
+                        if _lane_reduced(t) and units > tasks and 0 < rest <= tasks // 4:
                             cands.append(Plan("slab", w, sub, CORES, dense=w % 64 == 32, head=units - rest))
                 # too few units for the clusters: every core shares each unit (combined through GDRAM; narrow
                 # units take sub-tiles of 1 KiB and more; 32 rows a core at least: the barriers' cost)
@@ -182,17 +182,17 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
     tried, fitting, shared_fit = 0, [], {CORES: 0, tasks: 0}   # shared plans timed, by cores per unit
-    too_big: dict = {}   # (mode, cores a unit, head) -> [(rows, lanes, NRAM bytes)] of the tiles that did not fit
+    too_big: dict = {}   # (mode, cores a unit, head) -> [(rows, lanes, pitch, NRAM bytes)] of tiles that did not fit
     for pl in cands:
         if (shared_fit[pl.parts] >= RANKED_SHARED) if is_shared(pl) else \
                 (rank is not None and len(fitting) - sum(shared_fit.values()) >= RANKED):
             continue   # (its kind's quota is full: the scan goes on for the other kinds)
         kind = (pl.mode, pl.parts, pl.head)
-        if any((pl.R >= r and pl.W >= w) or (pl.mode == "stream" and used * pl.R * pl.W > NRAM_SLACK * nram * r * w)
-               for r, w, used in too_big.get(kind, ())):
-            # (NRAM grows with a tile's rows and lanes; a stream plan's with their product, from a fixed part:
-            # tiles that a larger tile's bytes say cannot fit are not built -- compile time: 66 of 78 candidates
-            # of a chain of element-wise ops did not fit)
+        if any((pl.R >= r and pl.W >= w) or (pl.mode == "stream" and used * pl.R * _pitch(pl) > NRAM_SLACK * nram *
+                                             r * pw) for r, w, pw, used in too_big.get(kind, ())):
+            # (NRAM grows with a tile's rows and lanes; a stream plan's with rows x padded lanes, from a fixed
+            # part: tiles that a larger tile's bytes say cannot fit are not built -- compile time: 66 of 78
+            # candidates of a chain of element-wise ops did not fit)
             tried += 1
             if tried > 60:
                 break
@@ -204,7 +204,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             used = footprint(t, items)
         tried += 1
         if used > nram:
-            too_big.setdefault(kind, []).append((pl.R, pl.W, used))
+            too_big.setdefault(kind, []).append((pl.R, pl.W, _pitch(pl), used))
         else:
             if rank is None:
                 return items, pl
@@ -263,9 +263,14 @@ def cluster_ok(t: Tiles, tasks: int, sram: bool) -> bool:
     return sram and tasks % CORES == 0 and bool(reds) and all(op.dst.kind in (COL, SCAL) for op in reds)
 
 
+def _pitch(pl: Plan) -> int:
+    """Elements per row of the plan's tiles (padded unless dense)."""
+    return pl.W if pl.dense or pl.W % L.PITCH == 0 else L.round_up(pl.W, L.PITCH)
+
+
 def _lower_bound(t: Tiles, pl: Plan) -> int:
     """NRAM bytes any kernel of the plan needs at least: its largest tile (held: in two pipeline slots)."""
-    pitch = pl.W if pl.dense or pl.W % L.PITCH == 0 else L.round_up(pl.W, L.PITCH)
+    pitch = _pitch(pl)
     rows = t.n_rows if pl.mode in ("held", "slab") else pl.R
     if is_shared(pl) and not pl.head:
         rows = shared_rows(t.n_rows, pl.R, pl.parts)
