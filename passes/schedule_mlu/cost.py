@@ -219,10 +219,7 @@ class _Walker:
         its cost depends on nothing else (GDRAM bytes are averaged over where a segment starts, a vector op's
         length is its region's; a slice `a .. a + 8` is 8 elements wherever a is), so one evaluation serves the
         tasks and iterations that only move a region about."""
-        names = self.leaf_vars.get(id(s))
-        if names is None:
-            self._leaf_names(s)
-            names = self.leaf_vars[id(s)]
+        names = self._leaf_names(s)
         key = (id(s), tuple(env.get(v) for v in names), self.rate if isinstance(s, ir.Move) else None)
         got = self.leaf_memo.get(key)
         if got is None:
@@ -309,7 +306,7 @@ class _Walker:
             names: set[str] = set()
             for x in walk_stmts(s.body):
                 if isinstance(x, (ir.Assign, ir.Move)):
-                    names |= self._leaf_names(x)
+                    names.update(self._leaf_names(x))
                 elif isinstance(x, (ir.For, ir.Parallel)):
                     names |= free_vars(x.lo) | free_vars(x.hi)
                 elif isinstance(x, ir.If):
@@ -317,13 +314,14 @@ class _Walker:
             self.memo[key] = (s, names)
         return self.memo[key][1]
 
-    def _leaf_names(self, s) -> set[str]:
+    def _leaf_names(self, s) -> tuple:
+        """`_extent_vars` of a compute or a move, sorted, once per statement."""
         names = self.leaf_vars.get(id(s))
         if names is None:
             names = tuple(sorted(_extent_vars(s)))
             self.leaf_vars[id(s)] = names
             self.keep.append(s)   # (ids stay unique while the walker lives)
-        return set(names)
+        return names
 
     def stmt_If(self, s: ir.If, env, c) -> None:
         taken = truth(s.cond, env)
