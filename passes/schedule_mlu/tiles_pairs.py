@@ -30,6 +30,7 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.constfold import fold
 from gir.passes.schedule_mlu.rowmodel import BINOPS
 from gir.passes.schedule_mlu.tiles import FLOATS, NotTile
+from gir.passes.schedule_mlu.tiles_pairs_blocks import choose_block
 from gir.passes.schedule_mlu.tiles_pairs_flat import flat_pairs
 
 F32 = ir.DType.f32
@@ -340,15 +341,8 @@ def pair_schedule(spec: ir.Func, info, tasks: int = 32) -> ir.Func:
         p = match(spec, info)
     probe = _Build(p, f"{spec.name}_mlu", 1, tasks)
     row_bytes = probe.H * L.pitch((1, probe.W)) * 4
-    sb = max(1, min(probe.VB, TILE_BYTES // max(1, row_bytes)))
-    for _ in range(6):
-        items, used = _kernel(p, spec, sb, tasks)
-        if used <= NRAM_BUDGET or sb == 1:
-            break
-        sb = max(1, sb // 2)
-    if used > NRAM_BUDGET:
-        raise NotTile("a pair tile does not fit NRAM")
-    return items
+    return choose_block(p, spec, probe.VB, max(1, min(probe.VB, TILE_BYTES // max(1, row_bytes))), tasks,
+                        _kernel, NRAM_BUDGET)
 
 
 def balanced_parts(units: int, nblk: int, tail: float, block_bytes: float, unit_dmas: int,
@@ -441,11 +435,19 @@ def _kernel(p: Pairs, spec: ir.Func, sb: int, tasks: int):
 
     loops = _unit_loop("it_", b.A * parts, tasks, 0,
                        lambda u: decode_loops(None, u, [("a", b.A), ("part", parts)], unit))
-    kern = kernel_of(f"{spec.name}_mlu", tasks, list(b.allocs.values()), pre + loops, False)
+    body = pre + loops
+    used = _referenced(body)   # (temporaries `_reuse` folded into others' tiles take no NRAM)
+    kern = kernel_of(f"{spec.name}_mlu", tasks, [a for n, a in b.allocs.items() if n in used], body, False)
     params = tuple(b.viewed(x) for x in spec.params)
     results = tuple(b.viewed(x) for x in spec.results)
     func = dataclasses.replace(spec, params=params, results=results, body=(kern,))
     return func, footprint(func, [kern])
+
+
+def _referenced(body: list) -> set:
+    """Names of the tensors the statements of `body` read or write."""
+    from gir.walk import stmt_exprs, walk, walk_stmts
+    return {x.name for s in walk_stmts(body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, ir.Ref)}
 
 
 def _rename(e, m: dict):

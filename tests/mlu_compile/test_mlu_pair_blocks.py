@@ -1,0 +1,61 @@
+"""Block sizes of the MLU pair recipe (passes/schedule_mlu/tiles_pairs.py, RoPE): the largest block that fits NRAM
+(temporaries folded into others' tiles take none), smaller ones ranked against it by the MLU cost model among
+those that keep the cores busy. Values at sizes whose blocks are not powers of two and leave tail blocks (f32 /
+f16 / bf16, against the float64 evaluator), and the simulated time / DMA roofline where the block grew."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gir import ir
+from gir.codegen.mlu.report import compulsory_bytes
+from gir.parser import parse_text
+from gir.targets.mlu.run import run_func
+from gir.walk import walk_stmts
+
+from tests.mlu_compile.test_mlu_tiles import SAMPLE_DIR, _check
+
+
+def _func(name: str, dtype: str = "f32") -> ir.Func:
+    text = open(f"{SAMPLE_DIR}/{name}.gir").read()
+    return parse_text(re.sub(r"\bf32\b", dtype, text), f"{name}.gir").funcs[0]
+
+
+def _block_rows(e: ir.Func) -> int:
+    """Rows of the pair kernel's x tile (a block of v_b values times their H rows)."""
+    for k in e.kernels:
+        for a in walk_stmts(k.body):
+            if isinstance(a, ir.Alloc) and a.name in ("x_t", "x_h"):
+                return a.type.shape[0]
+    raise AssertionError("no x tile")
+
+
+@pytest.mark.parametrize("name, dtype, sizes, rows", [
+    ("rope_flat", "f32", dict(S=100, D=1022, K=511), 5),     # 20 blocks of 5 rows
+    ("rope_flat", "f16", dict(S=100, D=1022, K=511), 3),     # 33 blocks of 3 and a tail of 1
+    ("rope_flat", "bf16", dict(S=67, D=2046, K=1023), 3),
+    ("rope", "f32", dict(B=2, S=37, H=3, K=129), 21),        # blocks of 7 s values x 3 heads, a tail of 2
+    ("rope", "f16", dict(B=3, S=41, H=5, K=100), 30),
+])
+def test_uneven_blocks_values(name, dtype, sizes, rows):
+    f = _func(name, dtype)
+    e = _check(f, sizes, seed=len(name) + rows)   # static checks and values
+    assert _block_rows(e) == rows   # (the sizes exercise the blocks they were chosen for)
+
+
+def _ratio(name: str, sizes: dict) -> float:
+    f = _func(name)
+    r = run_func(f, None, sizes, values=False)
+    return r.stats["seconds"] / (compulsory_bytes(f, sizes) / 307e9)
+
+
+@pytest.mark.parametrize("sizes, bound", [
+    (dict(S=4095, D=1022, K=511), 1.15),   # blocks of 8 rows (the halvings of 32 that fit with an unused
+    #                                        temporary counted): 1.316x; 11 rows 1.085x
+    (dict(S=8191, D=510, K=255), 1.2),     # 1.345x -> 1.120x
+    (dict(S=4096, D=1024, K=512), 1.28),   # 1.289x -> 1.268x
+])
+def test_larger_blocks_near_the_roofline(sizes, bound):
+    """Simulated, timing-only: fewer, larger DMAs (each pays a 500-cycle latency on its core's IO pipe)."""
+    assert _ratio("rope_flat", sizes) < bound
