@@ -32,6 +32,7 @@ from gir.passes.schedule_mlu.rowmodel import BINOPS
 from gir.passes.schedule_mlu.tiles import FLOATS, NotTile
 from gir.passes.schedule_mlu.tiles_pairs_blocks import choose_block
 from gir.passes.schedule_mlu.tiles_pairs_flat import flat_pairs
+from gir.walk import stmt_exprs, walk, walk_stmts
 
 F32 = ir.DType.f32
 ARITH = {"+": "+", "-": "-", "*": "*", "/": "/"}
@@ -341,8 +342,8 @@ def pair_schedule(spec: ir.Func, info, tasks: int = 32) -> ir.Func:
         p = match(spec, info)
     probe = _Build(p, f"{spec.name}_mlu", 1, tasks)
     row_bytes = probe.H * L.pitch((1, probe.W)) * 4
-    return choose_block(p, spec, probe.VB, max(1, min(probe.VB, TILE_BYTES // max(1, row_bytes))), tasks,
-                        _kernel, NRAM_BUDGET)
+    return choose_block(probe.VB, max(1, min(probe.VB, TILE_BYTES // max(1, row_bytes))),
+                        lambda sb: _kernel(p, spec, sb, tasks), NRAM_BUDGET)
 
 
 def balanced_parts(units: int, nblk: int, tail: float, block_bytes: float, unit_dmas: int,
@@ -446,7 +447,6 @@ def _kernel(p: Pairs, spec: ir.Func, sb: int, tasks: int):
 
 def _referenced(body: list) -> set:
     """Names of the tensors the statements of `body` read or write."""
-    from gir.walk import stmt_exprs, walk, walk_stmts
     return {x.name for s in walk_stmts(body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, ir.Ref)}
 
 

@@ -12,6 +12,7 @@ from gir import ir
 from gir.codegen.mlu.report import compulsory_bytes
 from gir.parser import parse_text
 from gir.targets.mlu.run import run_func
+from gir.passes.schedule_mlu import tiles_pairs as TP
 from gir.walk import walk_stmts
 
 from tests.mlu_compile.test_mlu_tiles import SAMPLE_DIR, _check
@@ -31,17 +32,28 @@ def _block_rows(e: ir.Func) -> int:
     raise AssertionError("no x tile")
 
 
-@pytest.mark.parametrize("name, dtype, sizes, rows", [
-    ("rope_flat", "f32", dict(S=100, D=1022, K=511), 5),     # 20 blocks of 5 rows
+@pytest.mark.parametrize("name, dtype, sizes, block", [
+    ("rope_flat", "f32", dict(S=100, D=1022, K=511), 7),     # 14 blocks of 7 rows and a tail of 2
     ("rope_flat", "f16", dict(S=100, D=1022, K=511), 3),     # 33 blocks of 3 and a tail of 1
-    ("rope_flat", "bf16", dict(S=67, D=2046, K=1023), 3),
-    ("rope", "f32", dict(B=2, S=37, H=3, K=129), 21),        # blocks of 7 s values x 3 heads, a tail of 2
-    ("rope", "f16", dict(B=3, S=41, H=5, K=100), 30),
+    ("rope_flat", "bf16", dict(S=67, D=2046, K=1023), 5),
+    ("rope", "f32", dict(B=2, S=37, H=3, K=129), 7),         # blocks of 7 s values x 3 heads, a tail of 2
+    ("rope", "f16", dict(B=3, S=41, H=5, K=100), 6),
+    ("rope", "bf16", dict(B=2, S=29, H=3, K=33), 11),
 ])
-def test_uneven_blocks_values(name, dtype, sizes, rows):
+def test_uneven_blocks_values(name, dtype, sizes, block, monkeypatch):
+    """Blocks off the powers of two, with tail blocks, forced (static checks and values)."""
+    monkeypatch.setattr(TP, "choose_block", lambda vb, sb, build, budget: build(block)[0])
     f = _func(name, dtype)
-    e = _check(f, sizes, seed=len(name) + rows)   # static checks and values
-    assert _block_rows(e) == rows   # (the sizes exercise the blocks they were chosen for)
+    e = _check(f, sizes, seed=len(name) + block)
+    assert _block_rows(e) == block * sizes.get("H", 1)
+
+
+@pytest.mark.parametrize("name, dtype, sizes", [
+    ("rope_flat", "f32", dict(S=100, D=1022, K=511)), ("rope", "f16", dict(B=3, S=41, H=5, K=100)),
+    ("rope_flat", "bf16", dict(S=2049, D=130, K=65)),
+])
+def test_chosen_blocks_values(name, dtype, sizes):
+    _check(_func(name, dtype), sizes, seed=len(name))
 
 
 def _ratio(name: str, sizes: dict) -> float:
