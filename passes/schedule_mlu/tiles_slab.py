@@ -145,19 +145,11 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
         bufs.new(f"{n}_p", op.dst.kind)
     slab_bufs = set(slabs.allocs)
     pinned = set(bufs.of)
-    online_reads = {(a, lv[m] - 1) for m, a in online.values()}   # (the online step's operand, its pass)
     for p in range(npass):
         seq = [op for op in ops if _has(op.dst.kind)[0] and lv[op.dst.name] == p and op.dst.name not in pinned]
         seq_keep = {n for n in t.outputs if lv.get(n) == p}
-        # a [T, W] slab value read for the last time in this pass, by this pass's sub-tile ops alone, lends its
-        # slab rows to the sub-tile values computed after its last read (a softmax's result computed in the rows
-        # of x it is computed from, and stored from there: no double-buffered result tile beside the slab)
-        ends = {n for n in slab if last_pass.get(n) == p and n not in t.outputs and (n, p) not in online_reads and
-                n in bufs.of and bufs.kind[bufs.of[n]] == FULL and
-                not any(op not in seq and op.dst.name not in online and n in {a.name for a in op.args} and
-                        p == lv[op.dst.name] - (1 if op.fn in TRED else 0) for op in ops)}
-        bufs.assign(seq, pinned=pinned - {n for n in pinned if n in t.inputs and n not in slab} - ends,
-                    keep=seq_keep, loaded={bufs.of[n] for n in t.inputs if n in bufs.of and n not in slab})
+        bufs.assign(seq, pinned=pinned - {n for n in pinned if n in t.inputs and n not in slab}, keep=seq_keep,
+                    loaded={bufs.of[n] for n in t.inputs if n in bufs.of and n not in slab})
         pinned |= {op.dst.name for op in seq if op.dst.name in slab}
 
     def raw(n, k0, nr, nw):
