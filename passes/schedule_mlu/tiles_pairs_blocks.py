@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from gir.passes.schedule_mlu.tiles import NotTile
 
-
 NEAR = 1.15   # candidates estimated within this factor of the fastest count as near it (the model's blind spot)
 
 

@@ -1,7 +1,8 @@
-"""Block sizes of the MLU pair recipe (passes/schedule_mlu/tiles_pairs.py, RoPE): the largest block that fits NRAM
-(temporaries folded into others' tiles take none), smaller ones ranked against it by the MLU cost model among
-those that keep the cores busy. Values at sizes whose blocks are not powers of two and leave tail blocks (f32 /
-f16 / bf16, against the float64 evaluator), and the simulated time / DMA roofline where the block grew."""
+"""Block sizes of the MLU pair recipe (passes/schedule_mlu/tiles_pairs_blocks.py, RoPE): the largest block that fits
+NRAM (temporaries folded into others' tiles take none) and smaller candidates, ranked by the MLU cost model with
+the better-spread ones preferred among those estimated within 15% of the fastest. Values with blocks forced off
+the powers of two and leaving tail blocks, and with the chosen blocks (f32 / f16 / bf16, against the float64
+evaluator); the simulated time / DMA roofline where the block grew."""
 from __future__ import annotations
 
 import re
