@@ -29,10 +29,11 @@ import dataclasses
 from gir import ir
 from gir.errors import GirError
 from gir.passes.builtin.exprs import substitute_vars
+from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.scan import FLOATS, FULL, _Plan
-from gir.passes.schedule_mlu.scan_group import _Group, _key, sized
+from gir.passes.schedule_mlu.scan_group import _Group, _key, _share, sized
 from gir.passes.schedule_mlu.scan_steps import OPS, comb, serial_steps
 from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
@@ -44,6 +45,7 @@ class _Cross(_Group):
     def __init__(self, plans: list[_Plan], cols: dict, types: dict, name: str, tot: str):
         super().__init__(plans, types, name)
         self.cols, self.tot = cols, tot
+        self.bands = -(-plans[0].units // plans[0].tasks)   # (bands a task walks: between() and scan_sram.py)
         rows = [i for i in range(len(plans)) if i not in cols]
         self._fwd = [i for i in rows if not plans[i].scan.reverse] + sorted(cols)
         self._rev = [i for i in rows if plans[i].scan.reverse] + sorted(cols)
@@ -56,8 +58,10 @@ class _Cross(_Group):
     def reverse(self) -> list[int]:
         return self._rev
 
-    def between(self) -> list:
-        return [ir.Sync(ir.ParLevel.all)]
+    def between(self, l0, nl: int) -> list:
+        """The barrier; a task walking several bands (`bands` > 1) starts the walk back of each afresh (its
+        per-unit operands loaded again, the carries reset: the next band's phase 1 overwrote them)."""
+        return [ir.Sync(ir.ParLevel.all)] + (self.unit_start(l0, nl) if self.bands > 1 else [])
 
     def loads(self, s0, ns: int, l0, nl: int, stage: str, widen: bool = True) -> list:
         steps = super().loads(s0, ns, l0, nl, stage, widen)
@@ -260,12 +264,36 @@ def cross_items(spec: ir.Func, info, tasks: int = 32, remarks=None, allow_sram: 
 
 
 def _build(plans: list[_Plan], cols: dict, types: dict, name: str, spec: ir.Func) -> _Cross | None:
-    """The kernel sized as the scan group's (scan_group.py's sized(), the cost model timing the candidates), with
-    one band per task at most (None when no band of rows fits, or SRAM keeps no tile)."""
-    from gir.passes.schedule_mlu.cost import estimate
+    """The kernel sized as the scan group's (scan_group.py's sized(), the cost model timing the candidates): one
+    band per task at most, and, for rows off the 64-byte DMA granule or when one band each does not fit, lane
+    chunks of at most 128 and 64 lanes with several bands per task (between() and scan_sram.py) -- the one-band
+    chunk leaves short row segments (8,191 x 509 f32: 256 lanes of 64 positions, a partial granule at both ends
+    of every 256-byte segment, 1.60x the compulsory bytes; 128 lanes of 128 positions, two bands each: 1.31x),
+    and more batches than cores have no band of their own. The cost model picks; None when no band of rows fits,
+    or SRAM keeps no tile."""
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.cost import MLU_RANKING, estimate
     tot = f"{name}_tot"
     seconds = lambda k: estimate(dataclasses.replace(spec, body=tuple(_items(k)))).seconds   # noqa: E731
-    return sized(plans, lambda: _Cross(plans, cols, types, name, tot), None, seconds, _one_band_each)
+    make = lambda: _Cross(plans, cols, types, name, tot)   # noqa: E731
+    options = []
+    one = sized(plans, make, None, seconds, _one_band_each)
+    p = plans[0]
+    if one is not None:
+        options.append((seconds(one), one, one.geometry))
+        if p.S * L.device_nbytes(p.ydt) % MLU370.dma_granularity == 0:
+            return one
+    for most in (None, 128, 64):
+        if options and (most is None or most >= min(o[2]["W"] for o in options)):
+            continue   # (the narrowest chunk so far is within `most`: plan.choose would pick it again)
+        k = sized(plans, make, most, seconds)
+        if k is not None:
+            options.append((seconds(k), k, k.geometry))
+    if not options:
+        return None
+    pick = order(options, lambda o: o[0], MLU_RANKING)[0]
+    _share(plans, pick[2])
+    return pick[1]
 
 
 def _items(k: _Cross) -> list:

@@ -135,9 +135,20 @@ class _Group(_Kernel, SramKeep):
         rev = self.reverse()
         return [i for i in range(len(self.plans)) if i not in rev], rev
 
-    def between(self) -> list:
-        """Steps between the forward walk and the walk back (scan_cross.py: a barrier)."""
+    def between(self, l0, nl: int) -> list:
+        """Steps between the forward walk and the walk back of the unit at lane `l0` (`nl` lanes; scan_cross.py:
+        a barrier)."""
         return []
+
+    def unit_start(self, l0, nl: int) -> list:
+        """A unit's first steps: the operands loaded once per unit, every member's carry set to its identity."""
+        body = self.tile(B.c(0), self.p.R, l0, nl, "unit")
+        for i, q in enumerate(self.plans):
+            self.member(i)
+            ident = identity(q.scan.op, q.cdt in FLOATS, None if q.cdt in FLOATS else "int32")
+            body.append(ir.Assign(B.ref(self.alloc("acc_", q.cdt, (max(2, q.W),)), B.sl(0, nl)), B.c(ident)))
+        self.member(0)
+        return body
 
     def refs_of(self, members) -> set[str]:
         return {x.name for i in members for x in walk(self.plans[i].scan.arg) if isinstance(x, ir.Ref)}
@@ -189,12 +200,7 @@ class _Group(_Kernel, SramKeep):
         """One unit: the carries, then one walk of its tiles per direction (module docstring)."""
         p = self.p
         full, tail, R = p.S // p.R, p.S % p.R, p.R
-        body = self.tile(B.c(0), R, l0, nl, "unit")
-        for i, q in enumerate(self.plans):
-            self.member(i)
-            ident = identity(q.scan.op, q.cdt in FLOATS, None if q.cdt in FLOATS else "int32")
-            body.append(ir.Assign(B.ref(self.alloc("acc_", q.cdt, (max(2, q.W),)), B.sl(0, nl)), B.c(ident)))
-        self.member(0)
+        body = self.unit_start(l0, nl)
         fwd, rev = self.directions()
         k = B.v("k_")
         if not fwd or not rev:   # one walk, in the members' direction (scan.py's)
@@ -229,7 +235,7 @@ class _Group(_Kernel, SramKeep):
             self.active = fwd_refs | (self.kept if self.skeep > full else set())
             at = lambda: self.tile_all(B.c(full * R), tail, l0, nl, fwd)   # noqa: E731
             body += self.in_sram("to", B.c(full), at) if self.skeep > full else at()
-        body += self.between()
+        body += self.between(l0, nl)
         if tail:   # phase 2 back: the tail, the tiles SRAM does not keep, then those it keeps
             self.active = rev_refs
             at = lambda: self.tile_all(B.c(full * R), tail, l0, nl, rev)   # noqa: E731
@@ -263,7 +269,7 @@ class _Group(_Kernel, SramKeep):
 
         fwd_refs, rev_refs = self.refs_of(fwd), self.refs_of(rev)
         return (phase(fwd, fwd_refs | self.kept, kf, lambda k: k, forward, "to")
-                + phase(fwd, fwd_refs, n - kf, lambda k: B.add(k, kf), forward) + self.between()
+                + phase(fwd, fwd_refs, n - kf, lambda k: B.add(k, kf), forward) + self.between(l0, nl)
                 + phase(rev, rev_refs, n - kf, lambda k: ir.BinOp("-", B.c(full), k), back)
                 + phase(rev, rev_refs, kf, lambda k: ir.BinOp("-", B.c(kf - 1), k), back, "from"))
 
@@ -289,7 +295,7 @@ class _Group(_Kernel, SramKeep):
         """SRAM of a cluster the kept operands take with `tiles` tiles per core, as allocated (rows padded to the
         tile pitch unless the kernel is `layout=dense`: scan_cols_long.py's rule)."""
         rows, cols = self.kept_shape()
-        shape = (self.cpc * tiles * rows, cols)
+        shape = (self.cpc * self.bands * tiles * rows, cols)
         elems = L.round_up(shape[0] * shape[1], L.PITCH) if self.p.dense else L.phys_elems(shape)
         return sum(elems * L.device_nbytes(self.types[n].dtype) for n in self.kept)
 

@@ -22,6 +22,8 @@ class SramKeep:
         self.sram = None        # while building a tile SRAM keeps: ("to" | "from", its index among them)
         self.cpc = MLU370.cores_per_cluster
         self.sram_allocs: dict[str, ir.Alloc] = {}
+        self.bands = 1          # units a task walks in phase 1 before phase 2 walks them all (scan_cross.py):
+        #                         each keeps its tiles in its own part of the core's SRAM, numbered by it_
 
     def sram_tiles(self, budget: int, tile_bytes: int, left: int) -> int:
         """Tiles a core may keep in its part of `budget` bytes of its cluster's SRAM (at most `left`; none when the
@@ -35,8 +37,10 @@ class SramKeep:
         tiles of [rows, cols] elements in `<name>_ks`."""
         ks = f"{name}_ks"
         if ks not in self.sram_allocs:
-            self.sram_allocs[ks] = B.alloc(ks, dtype, (self.cpc * self.skeep * rows, cols), "sram")
-        row = B.add(B.mul(B.v("co_"), self.skeep * rows), B.mul(self.sram[1], rows))
+            self.sram_allocs[ks] = B.alloc(ks, dtype, (self.cpc * self.bands * self.skeep * rows, cols), "sram")
+        row = B.add(B.mul(B.v("co_"), self.bands * self.skeep * rows), B.mul(self.sram[1], rows))
+        if self.bands > 1:
+            row = B.add(row, B.mul(B.v("it_"), self.skeep * rows))
         return B.ref(ks, B.sl(row, nr), B.sl(0, nc))
 
     def through_sram(self, land: ir.Ref, ks: ir.Ref, loads: list) -> list:
