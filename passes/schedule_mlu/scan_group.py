@@ -376,11 +376,8 @@ def sized(plans: list[_Plan], make, most: int | None, seconds, fits=None):
         k = make()
         fwd, rev = k.directions()
         if fwd and rev:   # walks both ways: SRAM keeps the operands of the walk back
-            k.kernel()
-            kept = {n for n in k.refs_of(rev) if k.refs[n][0] == FULL}
-            k = make()
-            k.kept = kept
-            if kept:
+            k.kept = {n for n in k.refs_of(rev) if k.refs[n][0] == FULL}   # (known before the kernel is built)
+            if k.kept:
                 k.fit_sram(SRAM_BUDGET, p.S // p.R + (p.S % p.R > 0))
             if not k.skeep:
                 continue

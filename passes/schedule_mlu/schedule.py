@@ -389,10 +389,15 @@ def _schedule(func, sizes, mode, allow_sram, tasks, max_rows, nram, remarks=None
 
 def _split(spec, types, sizes, allow_sram, tasks, max_rows, nram):
     """The cost model's split of `spec` into consecutive fused segments, or None (segments.py)."""
-    # (the segments come from `spec`, already specialised and prepared by schedule_mlu: straight to _schedule)
-    return split_segments(spec, types, lambda sub, r, c: _schedule(
-        sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False, check=False),
-        lambda done: verify_module(ir.Module((done,))))
+    # (the segments come from `spec`, already specialised and prepared by schedule_mlu: straight to _schedule;
+    # one scheduled in the same compilation before, under another name, is taken again: segcache.py)
+    from gir.passes.schedule_mlu.segcache import scheduled
+    settings = (tuple(sorted(sizes.items())), allow_sram, tasks, max_rows, nram)
+
+    def one(sub, r, c):
+        return _schedule(sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False, check=False)
+    return split_segments(spec, types, lambda sub, r, c: scheduled(sub, settings + (_views_ok(),), one, r, c),
+                          lambda done: verify_module(ir.Module((done,))))
 
 
 def _take_split(sp, items: list, remarks, choices, views: dict) -> None:

@@ -44,48 +44,55 @@ def schedule_graph(ctx: PassContext, graph, sizes: dict[str, int]) -> ir.Module:
     `gir compile` / `gir run`, the sizes of a gir.compile call), which bind what the option leaves out."""
     sizes = {**dict(ctx.options.get("bound_sizes") or {}), **sizes}
     from gir.passes.middle.graph import FuncGraph
-    from gir.passes.schedule_mlu import schedule_mlu
+    from gir.passes.schedule_mlu.segcache import shared_segments
 
     funcs = []
     for f in graph.funcs:
         if not isinstance(f, FuncGraph):
             funcs.append(f)
             continue
-        remarks: list = []
-        mode = "fused"
-        if not f.fused and len(f.stmts) > 1:   # a pipeline without 'fuse': the op-by-op program, as on the GPU
-            mode = "opbyop"
-            ctx.remark("schedule", "missed", f"function '{f.name}' was not fused (the pipeline has no 'fuse'): "
-                       "each statement is its own MLU kernel, intermediates go through GDRAM", f.func.loc)
-        try:
-            choices: list = []
-            out = schedule_mlu(f.func, sizes, mode=mode, remarks=remarks, choices=choices)
-        except GirError:
-            ctx.remarks.extend(remarks)   # the fallbacks taken before a failure are worth seeing too
-            raise
-        if mode == "fused" and len(f.groups) > 1:
-            whole_kernels, group_remarks = len(out.kernels), []
-            try:
-                group_choices: list = []
-                groups = by_groups(f, sizes, group_remarks, group_choices)
-            except Exception as exc:   # noqa: BLE001 - the whole-function schedule stands; the remark says why
-                groups = None
-                why = exc.message if isinstance(exc, GirError) else f"internal error {type(exc).__name__}: {exc}"
-                ctx.remark("schedule", "missed", f"function '{f.name}': the IDFG's {len(f.groups)} fused groups "
-                           f"were not tried as MLU functions of their own ({why})", f.func.loc)
-            out, remarks, followed = choose(out, remarks, groups, group_remarks, sizes)
-            if followed:
-                choices = group_choices
-                ctx.remark("schedule", "passed", f"function '{f.name}': the MLU schedule follows the IDFG's "
-                           f"{len(f.groups)} fused groups ({len(out.kernels)} kernel(s) instead of {whole_kernels} "
-                           "for the function as a whole)", f.func.loc)
-        ctx.remarks.extend(remarks)
-        _idle_cores(ctx, f, out)
-        for line in choices:   # the search over the MLU recipes (passes/schedule_mlu/recipes.py)
-            ctx.remark("schedule", "analysis", f"function '{f.name}': {line}", f.func.loc)
-        ctx.bump("schedule.kernels", len(out.kernels))
-        funcs.append(out)
+        with shared_segments():   # (the whole function's split and its groups' schedule segments alike)
+            funcs.append(_schedule_one(ctx, f, sizes))
     return ir.Module(tuple(funcs), loc=graph.loc)
+
+
+def _schedule_one(ctx: PassContext, f, sizes: dict[str, int]) -> ir.Func:
+    """One function graph scheduled: the whole function, or the IDFG's groups when the cost model prefers them."""
+    from gir.passes.schedule_mlu import schedule_mlu
+    remarks: list = []
+    mode = "fused"
+    if not f.fused and len(f.stmts) > 1:   # a pipeline without 'fuse': the op-by-op program, as on the GPU
+        mode = "opbyop"
+        ctx.remark("schedule", "missed", f"function '{f.name}' was not fused (the pipeline has no 'fuse'): "
+                   "each statement is its own MLU kernel, intermediates go through GDRAM", f.func.loc)
+    try:
+        choices: list = []
+        out = schedule_mlu(f.func, sizes, mode=mode, remarks=remarks, choices=choices)
+    except GirError:
+        ctx.remarks.extend(remarks)   # the fallbacks taken before a failure are worth seeing too
+        raise
+    if mode == "fused" and len(f.groups) > 1:
+        whole_kernels, group_remarks = len(out.kernels), []
+        try:
+            group_choices: list = []
+            groups = by_groups(f, sizes, group_remarks, group_choices)
+        except Exception as exc:   # noqa: BLE001 - the whole-function schedule stands; the remark says why
+            groups = None
+            why = exc.message if isinstance(exc, GirError) else f"internal error {type(exc).__name__}: {exc}"
+            ctx.remark("schedule", "missed", f"function '{f.name}': the IDFG's {len(f.groups)} fused groups "
+                       f"were not tried as MLU functions of their own ({why})", f.func.loc)
+        out, remarks, followed = choose(out, remarks, groups, group_remarks, sizes)
+        if followed:
+            choices = group_choices
+            ctx.remark("schedule", "passed", f"function '{f.name}': the MLU schedule follows the IDFG's "
+                       f"{len(f.groups)} fused groups ({len(out.kernels)} kernel(s) instead of {whole_kernels} "
+                       "for the function as a whole)", f.func.loc)
+    ctx.remarks.extend(remarks)
+    _idle_cores(ctx, f, out)
+    for line in choices:   # the search over the MLU recipes (passes/schedule_mlu/recipes.py)
+        ctx.remark("schedule", "analysis", f"function '{f.name}': {line}", f.func.loc)
+    ctx.bump("schedule.kernels", len(out.kernels))
+    return out
 
 
 IDLE_SHARE, IDLE_MIN_SECONDS = 4, 50e-6   # a kernel on under a quarter of the cores, estimated above 50 us
