@@ -12,15 +12,19 @@ layout) walked in tiles along j, forward then back (the tiles kept in SRAM betwe
   units) and walks the bands in scan order, replacing every band's totals by its carry (the combination of the
   bands before it; after it when reverse) -- each task reads 1/32 of the totals instead of all of them (at
   2,039^2 the totals read by every band were 8.4 MB, 13% of the compulsory bytes). The kernel is split around
-  the barriers: each task holds one band at most, so NRAM and SRAM carry its state across them;
+  the barriers: a task walks all its bands (unit loop `it_`) before them and all again after them; SRAM keeps
+  each band's tiles in a part of its own, and the walk back of a band starts afresh (`between`: per-unit
+  operands loaded again, carries reset) when a task has several;
 - on the walk back it loads its band's carry row for the tile's columns and scans the band's rows from it
   (scan_steps.py's row steps over the untransposed tile: one vector op per row across the tile's columns,
   computed over whole vector units), then stores the result.
 
 Row members run as in the scan group. A column member's operand is computed on the tiles as the row members' are
 (the member is planned as if it scanned along j, for the tile shapes; its own scan -- op, direction, exclusive --
-is kept apart). The bands must not outnumber the cores (one per task): the lane chunks are widened until they do
-not. The cost model's segment split decides whether the fused kernel runs (segments.py).
+is kept apart). Lane chunks widened until the bands do not outnumber the cores (one band each) and, for rows off
+the 64-byte granule or where that does not fit, narrower chunks with several bands per task are the candidates
+(`_build`: the cost model picks). The cost model's segment split decides whether the fused kernel runs
+(segments.py).
 """
 from __future__ import annotations
 
