@@ -282,14 +282,9 @@ class _Walker:
                 body.add(mid, (trips - 2) / trips)
         time = body.time * trips
         if self.overlap and trips > 1 and self._pipelined(s):
-            # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores:
-            # the first load before the loop, then iteration 0 (the next load beside the compute), the middle
-            # iterations (a load and a store beside it), the last (the store before it), the last store after it
-            # -- loads and stores taken as half the IO each. IO-bound, that is trips x io: the compute hides
-            # entirely (the former trips x io + work charged a tile's compute per loop, a unit's fill and drain
-            # the simulator overlaps with the DMA of the loop's other tiles)
+            # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
             io, work = body.pipes(self.rate)
-            time = io + 2 * max(io / 2, work) + (trips - 2) * max(io, work)
+            time = trips * max(io, work) + min(io, work)
         c.add(body, trips)
         c.time += time - body.time * trips
 
