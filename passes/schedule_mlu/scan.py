@@ -37,7 +37,7 @@ from gir.scan import identity, is_scan, scan_of
 from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.colreduce import _unit_kernel, decode_units
+from gir.passes.schedule_mlu.colreduce import _unit_kernel, decode_units, unit_trips
 from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, serial_steps
 
 F32, I32 = ir.DType.f32, ir.DType.i32
@@ -321,6 +321,10 @@ class _Kernel:
         ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
+        if single_tile(p):   # the unit's moves first, then its computes, then its stores: pipelined across units
+            steps = self.tile(B.c(0), p.S, l0, nl, "tile")
+            n = next((i for i, x in enumerate(steps) if not isinstance(x, ir.Move)), len(steps))
+            return body[:-1] + steps[:n] + body[-1:] + steps[n:]
         if overlaps(p):
             s0, self.carry_row = overlap_walk(p, k)
             body.append(ir.For("k_", B.c(0), B.c(full + 1), tuple(self.tile(s0, p.R, l0, nl, "tile"))))
@@ -342,9 +346,38 @@ class _Kernel:
                              tuple(walk(l0, p.step)))]
 
     def kernel(self) -> ir.Kernel:
+        p = self.p
+        if single_tile(p):
+            return self.units_pipelined()
         radix, body = self.unit_body(self.lanes)
-        return _unit_kernel(self.name, self.p.units, self.p.tasks, list(self.allocs.values()),
-                            decode_units(radix, self.p.units, self.p.tasks, body))
+        return _unit_kernel(self.name, p.units, p.tasks, list(self.allocs.values()),
+                            decode_units(radix, p.units, p.tasks, body))
+
+    def units_pipelined(self) -> ir.Kernel:
+        """Units of one tile each (`single_tile`), their loop pipelined (`pipeline=units`: the next unit's loads
+        and the last one's stores beside a unit's computes) -- one loop over the units of whole lane chunks, one
+        over those of the last, narrower chunk (a condition in the unit's body would stop the pipeline). A f16
+        cumsum along rows of 527 at 12,320 rows (385 units of 32 lanes): 2.435x -> 1.377x the DMA roofline."""
+        p = self.p
+        radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars]
+        wl = p.nlanes - (p.chunks - 1) * p.step
+        whole = p.chunks if wl == p.step else p.chunks - 1
+        loops = []
+        if whole:
+            units = p.n_other * whole
+            body = decode_units(radix + [("c_", whole)], units, p.tasks,
+                                self.lanes(B.mul(B.v("c_"), p.step), min(p.step, p.nlanes)))
+            loops.append(ir.For("it_", B.c(0), unit_trips(units, p.tasks), tuple(body)))
+        if whole < p.chunks:
+            body = self.lanes(B.c(whole * p.step), wl)
+            if radix:
+                body = decode_units(radix, p.n_other, p.tasks, body)
+            else:
+                body = [ir.For("c_", B.c(0), B.c(1), tuple(body))]   # (a one-trip loop: the unit's decoding)
+            loops.append(ir.For("it_", B.c(0), unit_trips(p.n_other, p.tasks), tuple(body)))
+        par = ir.Parallel("task_", B.c(0), B.c(p.tasks), ir.ParLevel.core,
+                          tuple(self.allocs.values()) + tuple(loops))
+        return ir.Kernel(self.name, (par,), (("task_dim", str(p.tasks)), ("pipeline", "units")))
 
     def nram_bytes(self) -> int:
         """NRAM of the allocs, loaded and stored tiles counted twice (pipeline slots)."""
@@ -354,6 +387,11 @@ class _Kernel:
             b = L.phys_elems(a.type.shape) * L.device_nbytes(a.type.dtype) * slots
             total += L.round_up(b, L.VECTOR_ALIGN)
         return total
+
+
+def single_tile(p: _Plan) -> bool:
+    """Whether every unit is one tile: the scan axis within R (no tile loop, nothing carried between tiles)."""
+    return p.S <= p.R
 
 
 def overlaps(p: _Plan) -> bool:
