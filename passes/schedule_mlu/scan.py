@@ -321,10 +321,12 @@ class _Kernel:
         ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
         acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
-        if single_tile(p):   # the unit's moves first, then its computes, then its stores: pipelined across units
-            steps = self.tile(B.c(0), p.S, l0, nl, "tile")
-            n = next((i for i, x in enumerate(steps) if not isinstance(x, ir.Move)), len(steps))
-            return body[:-1] + steps[:n] + body[-1:] + steps[n:]
+        if single_tile(p):   # the unit's loads first, then its computes, then its stores: pipelined across units
+            steps = body[:-1] + self.tile(B.c(0), p.S, l0, nl, "tile")
+            last = max((i for i, x in enumerate(steps) if isinstance(x, ir.Move) and x.kind != "store"), default=-1)
+            loads = [x for x in steps[:last + 1] if isinstance(x, ir.Move)]   # (the per-unit operands' and the
+            rest = [x for x in steps[:last + 1] if not isinstance(x, ir.Move)]   # tile's: their widenings after)
+            return loads + rest + body[-1:] + steps[last + 1:]
         if overlaps(p):
             s0, self.carry_row = overlap_walk(p, k)
             body.append(ir.For("k_", B.c(0), B.c(full + 1), tuple(self.tile(s0, p.R, l0, nl, "tile"))))
@@ -362,14 +364,15 @@ class _Kernel:
         radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars]
         wl = p.nlanes - (p.chunks - 1) * p.step
         whole = p.chunks if wl == p.step else p.chunks - 1
-        loops = []
+        loops, bodies = [], []
         if whole:
             units = p.n_other * whole
-            body = decode_units(radix + [("c_", whole)], units, p.tasks,
-                                self.lanes(B.mul(B.v("c_"), p.step), min(p.step, p.nlanes)))
+            bodies.append(self.lanes(B.mul(B.v("c_"), p.step), min(p.step, p.nlanes)))
+            body = decode_units(radix + [("c_", whole)], units, p.tasks, bodies[-1])
             loops.append(ir.For("it_", B.c(0), unit_trips(units, p.tasks), tuple(body)))
         if whole < p.chunks:
             body = self.lanes(B.c(whole * p.step), wl)
+            bodies.append(body)
             if radix:
                 body = decode_units(radix, p.n_other, p.tasks, body)
             else:
@@ -377,7 +380,8 @@ class _Kernel:
             loops.append(ir.For("it_", B.c(0), unit_trips(p.n_other, p.tasks), tuple(body)))
         par = ir.Parallel("task_", B.c(0), B.c(p.tasks), ir.ParLevel.core,
                           tuple(self.allocs.values()) + tuple(loops))
-        return ir.Kernel(self.name, (par,), (("task_dim", str(p.tasks)), ("pipeline", "units")))
+        attrs = (("task_dim", str(p.tasks)),) + ((("pipeline", "units"),) if all(map(_staged, bodies)) else ())
+        return ir.Kernel(self.name, (par,), attrs)
 
     def nram_bytes(self) -> int:
         """NRAM of the allocs, loaded and stored tiles counted twice (pipeline slots)."""
@@ -387,6 +391,18 @@ class _Kernel:
             b = L.phys_elems(a.type.shape) * L.device_nbytes(a.type.dtype) * slots
             total += L.round_up(b, L.VECTOR_ALIGN)
         return total
+
+
+def _staged(body: list) -> bool:
+    """Whether a unit's steps are its loads, then computes, then stores (what the software pipeline takes; a
+    load after a compute -- a copy of a computed tile -- keeps the units in sequence)."""
+    stage = 0
+    for x in body:
+        now = (2 if x.kind == "store" else 0) if isinstance(x, ir.Move) else 1
+        if now < stage:
+            return False
+        stage = now
+    return True
 
 
 def single_tile(p: _Plan) -> bool:

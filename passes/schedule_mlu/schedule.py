@@ -396,8 +396,16 @@ def _split(spec, types, sizes, allow_sram, tasks, max_rows, nram):
 
     def one(sub, r, c):
         return _schedule(sub, sizes, "fused", allow_sram, tasks, max_rows, nram, r, c, split=False, check=False)
-    return split_segments(spec, types, lambda sub, r, c: scheduled(sub, settings + (_views_ok(),), one, r, c),
+    return split_segments(spec, types, lambda sub, r, c: scheduled(sub, settings + _modes(), one, r, c),
                           lambda done: verify_module(ir.Module((done,))))
+
+
+def _modes() -> tuple:
+    """The global modes a segment's schedule depends on besides its function and settings (segcache.py's key):
+    views allowed, exact division (exactdiv.py), i32 index tensors held in f32 tiles (iotas.py)."""
+    from gir.passes.schedule_mlu.exactdiv import SCOPES
+    from gir.passes.schedule_mlu.iotas import ACTIVE
+    return _views_ok(), bool(SCOPES), tuple(sorted(ACTIVE))
 
 
 def _take_split(sp, items: list, remarks, choices, views: dict) -> None:

@@ -6,7 +6,8 @@ functions of their own, whose splits schedule many of the same segments again un
 (samples/cumsum.gir: `cumsum_p0_2` and `cumsum_g0_p0_2`, the row scans' group). Inside `shared_segments()` a
 segment scheduled once is taken again with its names changed: the kernels and GDRAM temporaries the schedule
 named after the segment, and its remarks and decision records. The key is the segment's function without its
-name and the settings of the schedule; the cache lives for the one `with` block (the cost model or a recipe
+name, the settings of the schedule and the global modes it depends on (schedule.py `_modes`: views, exact
+division, index tensors in f32 tiles); the cache lives for the one `with` block (the cost model or a recipe
 changed between two compilations -- a test's monkeypatch -- never meets a stale schedule).
 """
 from __future__ import annotations
@@ -58,18 +59,20 @@ def scheduled(sub: ir.Func, settings: tuple, schedule: Callable, remarks: list, 
         raise Unfused(sub.name)
     done, mine_r, mine_c, old = got
     if old != sub.name:
-        done, mine_r, mine_c = _renamed(done, mine_r, mine_c, old, sub.name)
+        users = {p.name for p in sub.params + sub.results} | \
+            {x.target.name for x in sub.body if isinstance(x, ir.Assign)}   # (the program's own names: kept)
+        done, mine_r, mine_c = _renamed(done, mine_r, mine_c, old, sub.name, users)
     remarks.extend(mine_r)
     choices.extend(mine_c)
     return done
 
 
-def _renamed(done: ir.Func, remarks: list, choices: list, old: str, new: str) -> tuple:
-    """The schedule, remarks and choices with every name derived from the segment's (`old` + '_...') derived
-    from `new` instead."""
+def _renamed(done: ir.Func, remarks: list, choices: list, old: str, new: str, users: set) -> tuple:
+    """The schedule, remarks and choices with every name derived from the segment's (`old` + '_...', not one of
+    the program's `users` names) derived from `new` instead."""
     names = {x.name: new + x.name[len(old):] for x in done.body
-             if isinstance(x, (ir.Kernel, ir.Alloc)) and x.name.startswith(old + "_")}
-    word = re.compile(re.escape(old) + r"(?![0-9A-Za-z])")
+             if isinstance(x, (ir.Kernel, ir.Alloc)) and x.name.startswith(old + "_") and x.name not in users}
+    word = re.compile(r"(?<![0-9A-Za-z_])" + re.escape(old) + r"(?![0-9A-Za-z])")
 
     def text(s: str) -> str:
         return word.sub(new, s)
