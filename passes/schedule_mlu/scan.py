@@ -323,9 +323,10 @@ class _Kernel:
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
         if single_tile(p):   # the unit's loads first, then its computes, then its stores: pipelined across units
             steps = body[:-1] + self.tile(B.c(0), p.S, l0, nl, "tile")
-            last = max((i for i, x in enumerate(steps) if isinstance(x, ir.Move) and x.kind != "store"), default=-1)
-            loads = [x for x in steps[:last + 1] if isinstance(x, ir.Move)]   # (the per-unit operands' and the
-            rest = [x for x in steps[:last + 1] if not isinstance(x, ir.Move)]   # tile's: their widenings after)
+            load = lambda x: isinstance(x, ir.Move) and x.kind == "load"   # noqa: E731 (GDRAM reads: hoisted)
+            last = max((i for i, x in enumerate(steps) if load(x)), default=-1)
+            loads = [x for x in steps[:last + 1] if load(x)]        # (the per-unit operands' and the tile's,
+            rest = [x for x in steps[:last + 1] if not load(x)]     # their widenings after)
             return loads + rest + body[-1:] + steps[last + 1:]
         if overlaps(p):
             s0, self.carry_row = overlap_walk(p, k)
