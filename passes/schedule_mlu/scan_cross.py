@@ -280,24 +280,22 @@ def _build(plans: list[_Plan], cols: dict, types: dict, name: str, spec: ir.Func
     tot = f"{name}_tot"
     seconds = lambda k: estimate(dataclasses.replace(spec, body=tuple(_items(k)))).seconds   # noqa: E731
     make = lambda: _Cross(plans, cols, types, name, tot)   # noqa: E731
-    options = []
     one = sized(plans, make, None, seconds, _one_band_each)
+    options = [one] if one is not None else []
     p = plans[0]
-    if one is not None:
-        options.append((seconds(one), one, one.geometry))
-        if p.S * L.device_nbytes(p.ydt) % MLU370.dma_granularity == 0:
-            return one
+    if one is not None and p.S * L.device_nbytes(p.ydt) % MLU370.dma_granularity == 0:
+        return one
     for most in (None, 128, 64):
-        if options and (most is None or most >= min(o[2]["W"] for o in options)):
+        if options and (most is None or most >= min(k.geometry["W"] for k in options)):
             continue   # (the narrowest chunk so far is within `most`: plan.choose would pick it again)
         k = sized(plans, make, most, seconds)
         if k is not None:
-            options.append((seconds(k), k, k.geometry))
+            options.append(k)
     if not options:
         return None
-    pick = order(options, lambda o: o[0], MLU_RANKING)[0]
-    _share(plans, pick[2])
-    return pick[1]
+    pick = order(options, seconds, MLU_RANKING)[0]
+    _share(plans, pick.geometry)
+    return pick
 
 
 def _items(k: _Cross) -> list:

@@ -20,7 +20,8 @@ from typing import Callable
 from gir import ir
 from gir.passes.schedule_mlu.segments import Unfused
 
-_CACHE: dict | None = None   # (segment without its name, settings) -> (schedule, remarks, choices, name) | name
+_CACHE: dict | None = None   # (segment without its name, settings + modes) -> (schedule, remarks, choices, name),
+#                              or the name of a segment refused (`Unfused`)
 
 
 @contextmanager
