@@ -136,7 +136,10 @@ class _KernelEmitter:
             types = {b.name: CTYPE[b.dtype.value] for b in self.bufs.values()}
             types.update((n, "float") for n, _ in self.scratch)
             types.update((n, CTYPE[dt]) for n, _, dt in self.scratch16)
-            body, fused = fuse_stmts(body, types, MluPrinter())
+            sizes = {b.name: b.phys * b.slots for b in self.bufs.values() if b.level in ("nram", "sram")}
+            sizes.update(self.scratch)
+            sizes.update((n, k) for n, k, _ in self.scratch16)
+            body, fused = fuse_stmts(body, types, MluPrinter(), sizes)
         kernel = C.KernelFunc(self.k.name, params, body, shared=tuple(arrays))
         text = MluPrinter().kernel(kernel)
         return MluKernelSource(self.k.name, text, {"task_dim": self.tasks, "params": list(self.gbufs),

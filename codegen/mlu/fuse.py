@@ -18,7 +18,9 @@ place when
 * no op between P and C writes a buffer P reads (P's inputs still hold their values at C);
 * the value P wrote to t is dead after C: C overwrites t itself, or the next op of the run that touches t's buffer
   (after C, then around the loop from the start of the run) fully overwrites exactly t without reading it, or no
-  other op touches it and t's buffer appears nowhere else in the kernel (its printed text outside the run);
+  other op touches it and nothing outside the run can read it: t's buffer appears in no statement outside the
+  runs, and every other run that mentions it first overwrites the whole buffer without reading it (the tile
+  walks of one kernel -- a loop's tiles, its tail, a narrower last chunk -- compute in the same temporaries);
 * every operand has a float element type (`types`) and any source sharing the destination's buffer is exactly
   the destination (the language allows only exact aliasing).
 
@@ -130,54 +132,111 @@ def op_of(s) -> _Op | None:
     return None
 
 
-def fuse_stmts(body: tuple, types: dict[str, str], printer) -> tuple[tuple, int]:
+def fuse_stmts(body: tuple, types: dict[str, str], printer, sizes: dict[str, int] | None = None) \
+        -> tuple[tuple, int]:
     """The kernel body with mul/add pairs merged, and the number of merges. `types`: buffer name -> C type;
-    `printer`: the MLU's printer (a buffer's uses outside a run are found in the printed kernel)."""
-    words = Counter(_WORD.findall("\n".join(printer.block(body, 0))))
-    return _fuse_block(body, types, printer, words)
+    `printer`: the MLU's printer (a buffer's uses outside a run are found in the printed kernel); `sizes`: buffer
+    name -> declared element count (a run that overwrites a whole buffer first reads nothing another run left)."""
+    uses = _Uses(body, printer, sizes or {})
+    return _fuse_block(body, types, uses)
 
 
-def _fuse_block(body: tuple, types, printer, words: Counter) -> tuple[tuple, int]:
-    out, merged, k = [], 0, 0
+def _blocks(s) -> list[tuple]:
+    """The statement blocks directly inside `s` that hold runs of their own."""
+    if isinstance(s, C.For) and not s.inline:
+        return [s.body]
+    if isinstance(s, C.If):
+        return [s.then, s.orelse]
+    if isinstance(s, C.Block):
+        return [s.body]
+    return []
+
+
+def _split(body: tuple) -> list:
+    """`body` as its runs (tuples of consecutive vector-op statements) and its other statements, in order."""
+    out, k = [], 0
     while k < len(body):
         if op_of(body[k]) is None:
-            out.append(_fuse_nested(body[k], types, printer, words))
-            if isinstance(out[-1], tuple):
-                out[-1], n = out[-1]
-                merged += n
+            out.append(body[k])
             k += 1
             continue
         end = k
         while end < len(body) and op_of(body[end]) is not None:
             end += 1
-        run = body[k:end]
-        outside = words - Counter(_WORD.findall("\n".join(printer.block(run, 0))))
-        ops, n = _fuse_run([op_of(x) for x in run], outside, types)
-        out += [o.stmt() for o in ops]
-        merged += n
+        out.append(body[k:end])
         k = end
+    return out
+
+
+class _Uses:
+    """Where each buffer of a kernel appears: in which runs (numbered in program text order) and in statements
+    outside every run (DMAs, scalar code, loop bounds)."""
+
+    def __init__(self, body: tuple, printer, sizes: dict[str, int]):
+        self.sizes = sizes
+        self.runs: list[tuple[list[_Op], Counter]] = []
+        self.loose = Counter(_WORD.findall("\n".join(printer.block(body, 0))))
+        self._collect(body, printer)
+        for _, words in self.runs:
+            self.loose -= words
+        self.at = 0   # the run being fused (_fuse_block walks the runs in the same order)
+
+    def _collect(self, body: tuple, printer) -> None:
+        for part in _split(body):
+            if isinstance(part, tuple):
+                self.runs.append(([op_of(x) for x in part], Counter(_WORD.findall("\n".join(printer.block(part,
+                                                                                                      0))))))
+            else:
+                for b in _blocks(part):
+                    self._collect(b, printer)
+
+    def private(self, tb: str) -> bool:
+        """Can nothing outside the current run read what the run leaves in buffer `tb`?"""
+        if self.loose[tb] > 0:
+            return False
+        whole = C.Id(tb), C.Num(self.sizes.get(tb, -1))
+        for r, (ops, words) in enumerate(self.runs):
+            if r == self.at or words[tb] == 0:
+                continue
+            first = next(o for o in ops if tb in o.reads() or base(o.dst) == tb)
+            if tb in first.reads() or not first.overwrites(*whole):
+                return False
+        return True
+
+
+def _fuse_block(body: tuple, types, uses: _Uses) -> tuple[tuple, int]:
+    out, merged = [], 0
+    for part in _split(body):
+        if isinstance(part, tuple):
+            ops, n = _fuse_run([op_of(x) for x in part], uses, types)
+            uses.at += 1
+            out += [o.stmt() for o in ops]
+        else:
+            out.append(_fuse_nested(part, types, uses))
+            out[-1], n = out[-1]
+        merged += n
     return tuple(out), merged
 
 
-def _fuse_nested(s, types, printer, words):
-    """`s` with the blocks inside it fused: (statement, merges), or `s` itself when it has none."""
+def _fuse_nested(s, types, uses: _Uses) -> tuple:
+    """(`s` with the blocks inside it fused, merges)."""
     if isinstance(s, C.For) and not s.inline:
-        body, n = _fuse_block(s.body, types, printer, words)
+        body, n = _fuse_block(s.body, types, uses)
         return (dataclasses.replace(s, body=body), n)
     if isinstance(s, C.If):
-        then, n1 = _fuse_block(s.then, types, printer, words)
-        orelse, n2 = _fuse_block(s.orelse, types, printer, words)
+        then, n1 = _fuse_block(s.then, types, uses)
+        orelse, n2 = _fuse_block(s.orelse, types, uses)
         return (dataclasses.replace(s, then=then, orelse=orelse), n1 + n2)
     if isinstance(s, C.Block):
-        body, n = _fuse_block(s.body, types, printer, words)
+        body, n = _fuse_block(s.body, types, uses)
         return (dataclasses.replace(s, body=body), n)
-    return s
+    return (s, 0)
 
 
-def _fuse_run(ops: list[_Op], outside: Counter, types: dict[str, str]) -> tuple[list[_Op], int]:
+def _fuse_run(ops: list[_Op], uses: _Uses, types: dict[str, str]) -> tuple[list[_Op], int]:
     merged, i = 0, 0
     while i < len(ops):
-        fused = _try(ops, i, outside, types)
+        fused = _try(ops, i, uses, types)
         if fused is None:
             i += 1
             continue
@@ -187,7 +246,7 @@ def _fuse_run(ops: list[_Op], outside: Counter, types: dict[str, str]) -> tuple[
     return ops, merged
 
 
-def _try(ops: list[_Op], i: int, outside: Counter, types: dict[str, str]):
+def _try(ops: list[_Op], i: int, uses: _Uses, types: dict[str, str]):
     p = ops[i]
     if p.rows or p.name not in MUL_FORMS and p.name not in ADD_FORMS:
         return None
@@ -200,7 +259,7 @@ def _try(ops: list[_Op], i: int, outside: Counter, types: dict[str, str]):
     if any(base(o.dst) in p_inputs for o in ops[i + 1:j]):
         return None
     combined = _combine(p, c, t)
-    if combined is None or not _types_ok(*combined, types) or not _dead_after(ops, i, j, t, c, outside):
+    if combined is None or not _types_ok(*combined, types) or not _dead_after(ops, i, j, t, c, uses):
         return None
     return j, combined[0]
 
@@ -256,7 +315,7 @@ def _types_ok(op: _Op, pointers: list, types: dict[str, str]) -> bool:
     return all(s == dst for s in pointers[1:] if base(s) == base(dst))
 
 
-def _dead_after(ops: list[_Op], i: int, j: int, t: C.CExpr, c: _Op, outside: Counter) -> bool:
+def _dead_after(ops: list[_Op], i: int, j: int, t: C.CExpr, c: _Op, uses: _Uses) -> bool:
     """Is the value the producer wrote to t never read after the consumer (in program order, around the loop)?"""
     if c.overwrites(t, ops[i].count):
         return True
@@ -266,7 +325,7 @@ def _dead_after(ops: list[_Op], i: int, j: int, t: C.CExpr, c: _Op, outside: Cou
         touch = _touch(o, t, tb, ops[i].count)
         if touch is not None:
             return touch
-    if outside[tb] > 0:   # the buffer is used elsewhere in the kernel
+    if not uses.private(tb):   # the buffer's value may be read elsewhere in the kernel
         return False
     for o in ops[:i]:   # the run again (next loop iteration), up to the producer
         touch = _touch(o, t, tb, ops[i].count)

@@ -212,6 +212,7 @@ class _Kernel:
         p = self.p
         nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
         steps = self.loads(s0, ns, l0, nl, "tile")
+        self.count = 0   # (every walk of a tile computes E in the same temporaries)
         ev = self.expr(p.scan.arg, steps, nr, nc)
         if not (isinstance(ev, ir.Ref) and self._tile_kind(ev) == FULL):
             t = self.alloc("ev_", p.cdt, self.shape_of(FULL))

@@ -72,9 +72,9 @@ def _print(stmts) -> list[str]:
     return MluPrinter().block(stmts, 0)
 
 
-def fuse_lines(lines: list[str], types: dict) -> tuple[list[str], int]:
-    """The peephole on the AST of `lines`, printed back."""
-    out, n = fuse_stmts(_ast(lines), types, MluPrinter())
+def fuse_lines(lines: list[str], types: dict, sizes: dict | None = None) -> tuple[list[str], int]:
+    """The peephole on the AST of `lines` (`sizes`: declared element counts), printed back."""
+    out, n = fuse_stmts(_ast(lines), types, MluPrinter(), sizes)
     return _print(out), n
 
 
@@ -153,6 +153,24 @@ def test_liveness_outside_the_run():
     assert fuse_lines(partial, TYPES)[1] == 0
 
 
+SIZES = {"t": 256, "u": 256, "a": 256, "b": 256, "g": 64, "y": 256}
+
+
+def test_liveness_across_runs():
+    """A temporary several runs compute in (a loop's tiles and its tail): the product is dead after its run when
+    every other run overwrites the whole buffer before reading it, and nothing but runs mention it."""
+    run = ["for (int i = 0; i < 4; i++) {", "  __bang_mul(t, a, b, 256);", "  __bang_add(y, t, g, 256);", "}"]
+    tail = ["__bang_mul(t, b, b, 256);", "__bang_add(u, t, g, 256);"]
+    assert fuse_lines(run + tail, TYPES, SIZES)[1] == 2
+    assert fuse_lines(run + tail, TYPES)[1] == 0                     # whole buffer unknown: refused
+    reads = ["__bang_add(u, t, g, 256);"] + tail                      # the tail reads the loop's last product
+    assert fuse_lines(run + reads, TYPES, SIZES)[0][1:3] == same(run)[1:3]
+    part = ["__bang_mul(t, b, b, 128);", "__bang_add(u, t, g, 256);"]  # half of t written, all of it read
+    assert fuse_lines(run + part, TYPES, SIZES)[1] == 0
+    moved = run + ["__memcpy(x, t, 1024, NRAM2GDRAM);"] + tail        # a DMA reads t
+    assert fuse_lines(moved, TYPES, SIZES)[0][1:3] == same(run)[1:3]
+
+
 _FORMS = ["__bang_mul({d}, {x}, {y}, 256);", "__bang_add({d}, {x}, {y}, 256);", "__bang_sub({d}, {x}, {y}, 256);",
           "__bang_mul_scalar({d}, {x}, {s}, 256);", "__bang_add_scalar({d}, {x}, {s}, 256);",
           "__bang_sub_scalar({d}, {x}, {s}, 256);", "__bang_cycle_mul({d}, {x}, g, 256, 64);",
@@ -201,6 +219,43 @@ def test_random_programs_keep_their_values():
             outs.append(simulate(prog, "k", {"x": data, "out": np.zeros(512, np.float32)}, 1).outputs["out"])
         assert np.array_equal(outs[0], outs[1], equal_nan=True), "\n".join(body + ["->"] + fused)
     assert merged >= 10   # the generator does exercise merges
+
+
+def test_random_runs_sharing_temporaries_keep_their_values():
+    """Random op sequences in three loops (three runs over the same buffers), fused with the
+    declared sizes: every merge across the runs' shared temporaries leaves the outputs bit-identical."""
+    rng = np.random.default_rng(11)
+    merged = across = 0
+    for _ in range(80):
+        parts = []
+        for _ in range(3):
+            lines = []
+            for _ in range(int(rng.integers(2, 6))):
+                d, x, y = (str(rng.choice(["a", "b", "t", "u"])) for _ in range(3))
+                s = f"{rng.choice([0.5, -1.25, 3.0])}f"
+                lines.append("    " + str(rng.choice(_FORMS)).format(d=d, x=x, y=y, s=s))
+            if rng.random() < 0.3:   # the run reads a temporary first: the product of a run before must survive
+                lines.insert(0, f"    __bang_add(a, a, {rng.choice(['t', 'u'])}, 256);")
+            elif rng.random() < 0.6:   # the run starts by overwriting a temporary (what makes sharing safe)
+                lines.insert(0, "    " + _FORMS[int(rng.integers(0, 6))].format(d=str(rng.choice(["t", "u"])),
+                                                                            x="a", y="b", s="2.0f"))
+            parts.append(lines)
+        body = _BODY.replace("BODY", "\n".join(parts[0] + ["  }", "  for (int j = 0; j < 2; j++) {"] + parts[1] +
+                                               ["  }", "  for (int k = 0; k < 1; k++) {"] + parts[2])).splitlines()
+        body = [x for x in body if "__memcpy(t" not in x and "__memcpy(u" not in x]   # temporaries: runs only
+        at = body.index("  for (int i = 0; i < 2; i++) {")
+        body[at:at] = ["  __bang_write_value(t, 256, 0.75f);", "  __bang_write_value(u, 256, -0.5f);"]
+        fused, n = fuse_lines(body[:-1], TYPES, SIZES)
+        fused.append("}")
+        merged += n
+        across += n - fuse_lines(body[:-1], TYPES)[1]   # (without sizes: only merges inside one run)
+        data = np.random.default_rng(0).uniform(-2, 2, 1088).astype(np.float32)
+        outs = []
+        for text in (body, fused):
+            prog = parse_program(_DECLS + "\n".join(text))
+            outs.append(simulate(prog, "k", {"x": data, "out": np.zeros(512, np.float32)}, 1).outputs["out"])
+        assert np.array_equal(outs[0], outs[1], equal_nan=True), "\n".join(body + ["->"] + fused)
+    assert merged >= 20 and across >= 4, (merged, across)   # (seeded: 80 programs)
 
 
 def _run(f, x, sizes, fuse_on, monkeypatch):
