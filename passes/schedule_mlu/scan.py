@@ -30,6 +30,7 @@ result), i32 natively (wrapping as numpy does).
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from gir import ir
 from gir.errors import GirError
@@ -91,6 +92,9 @@ class _Plan:
         scan_size.py."""
         from gir.passes.schedule_mlu.scan_size import choose
         choose(self, per_elem, most)
+
+
+_TEMP = re.compile(r"e\d+_")   # the temporaries `_Kernel.expr` computes E's operations in
 
 
 class _Kernel:
@@ -291,9 +295,13 @@ class _Kernel:
         if not kinds:
             raise GirError("the MLU scan cannot compute a constant operand on chip", getattr(e, "loc", None))
         kind = FULL if FULL in kinds or kinds == {ROW, COL} else kinds.pop()
-        self.count += 1
-        t = self.alloc(f"e{self.count}_", self.p.cdt, self.shape_of(kind))
-        dst = self.region(t, kind, nr, nc)
+        # an operand held in a temporary of E (computed for this op alone) takes the result in place: E needs
+        # as many temporaries as its tree's widest point, not one per operation (NRAM for longer tiles)
+        dst = next((v for v in vals if isinstance(v, ir.Ref) and _TEMP.fullmatch(v.name) and
+                    self._tile_kind(v) == kind), None)
+        if dst is None:
+            self.count += 1
+            dst = self.region(self.alloc(f"e{self.count}_", self.p.cdt, self.shape_of(kind)), kind, nr, nc)
         out.append(ir.Assign(dst, build(vals)))
         return dst
 
