@@ -87,11 +87,11 @@ class _Plan:
         for v in self.units_vars:
             self.n_other *= self.shape[v]
 
-    def choose(self, per_elem: int, most: int | None = None) -> None:
-        """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows):
-        scan_size.py."""
+    def choose(self, per_elem: int, most: int | None = None, least: int | None = None) -> None:
+        """Lane chunk W (at most `most`, at least `least`) and scan rows R (cols), or lane block Ra and scan
+        chunk Sc (rows): scan_size.py."""
         from gir.passes.schedule_mlu.scan_size import choose
-        choose(self, per_elem, most)
+        choose(self, per_elem, most, least)
 
 
 _TEMP = re.compile(r"e\d+_")   # the temporaries `_Kernel.expr` computes E's operations in

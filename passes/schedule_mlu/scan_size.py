@@ -25,6 +25,7 @@ NRAM_SLACK = NRAM_BUDGET + 128 * 1024   # what a tile may use where the estimate
 LANE_STEP = 32               # lane chunks: whole 128-byte f32 units (the tile pitch stays 64 elements)
 WIDE_LANES = 1024            # a wide lane chunk (rows off the DMA granule, scan axis cut into ranges): at most
 SEGMENT = 512                # positions of a row segment past which a longer one is no longer preferred
+WIDER_SHARE = 1.5            # a wider lane chunk is timed when the busiest core's lanes grow at most this much
 
 
 def segment(plan, w: int) -> int:
@@ -58,7 +59,7 @@ def _balanced(plan, cands: list, busiest: int) -> tuple | None:
     return None
 
 
-def choose(plan, per_elem: int, most: int | None = None) -> None:
+def choose(plan, per_elem: int, most: int | None = None, least: int | None = None) -> None:
     """Lane chunk W (at most `most`) and scan rows R (cols), or lane block Ra and scan chunk Sc (rows): the
     busiest core's elements first (balance), then larger lane chunks, within the NRAM budget (`per_elem` bytes per
     tile element). `plan.alt_W`: a narrower W as balanced whose row segments are longer (rows off the granule),
@@ -74,7 +75,7 @@ def choose(plan, per_elem: int, most: int | None = None) -> None:
         cands = [32, 64, 128, 256] if plan.nlanes > 32 else [64]
         if L.device_nbytes(plan.cdt) == 2:   # a 16-bit lane block is transposed: rows of whole 128-byte units
             cands = [w for w in cands if w >= 64]
-    cands = [w for w in cands if most is None or w <= most] or cands[:1]
+    cands = [w for w in cands if (most is None or w <= most) and (least is None or w >= least)] or cands[:1]
     scored = []
     for w in cands:
         chunks = -(-plan.nlanes // w)
@@ -83,6 +84,10 @@ def choose(plan, per_elem: int, most: int | None = None) -> None:
     key, plan.W, plan.chunks = min(scored)
     seg = max((s for s in scored if s[0][0] == key[0]), key=lambda s: (segment(plan, s[1]), s[1]))
     plan.alt_W = seg[1] if segment(plan, seg[1]) > segment(plan, plan.W) else None
+    # a wider chunk whose busiest core has at most WIDER_SHARE x the lanes: fewer, longer vector ops per scan
+    # step (a step costs `vector_op_cycles` + its units), for the cost model to time
+    wider = [s[1] for s in scored if s[1] > plan.W and s[0][0] <= WIDER_SHARE * key[0]]
+    plan.wide_Ws = wider if plan.layout == "rows" else []
     plan.step = plan.W   # lanes between two chunks: W, or fewer when balanced (the buffers stay W wide)
     balanced = _balanced(plan, cands, key[0]) if plan.layout == "rows" else None
     plan.can_balance = balanced is not None
@@ -155,7 +160,8 @@ def grow_tile(plan, nram_of) -> int:
     return nram_of()
 
 
-def _sized(spec: ir.Func, info, plan, name: str, most: int | None, balance: bool = False) -> tuple:
+def _sized(spec: ir.Func, info, plan, name: str, most: int | None, balance: bool = False,
+           least: int | None = None) -> tuple:
     """(estimated seconds or None, the kernel, its NRAM bytes) of the unit kernel with lane chunks of at most
     `most`: tile sizes from a per-element estimate, refined by the real allocation, then raised to the largest
     fit; the cost model picks R among that fit, the largest tile dividing the scan axis, and a half and a quarter
@@ -172,7 +178,7 @@ def _sized(spec: ir.Func, info, plan, name: str, most: int | None, balance: bool
     per_elem = 16          # bytes per tile element: two f32 slots each of the loaded and the stored tile
     plan.balance = balance
     for step in range(24):
-        plan.choose(per_elem, most)
+        plan.choose(per_elem, most, least)
         kern, used = build()
         if used <= (NRAM_BUDGET if step < 7 else NRAM_SLACK) or plan.R <= (1 if plan.layout == "cols" else L.PITCH):
             break
@@ -212,10 +218,12 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
     name = f"{spec.name}_mlu"
     tried = [_sized(spec, info, plan, name, None) + ({a: getattr(plan, a) for a in GEOMETRY},)]
     alt, can_balance = plan.alt_W, plan.can_balance
-    for most, balance in ((alt, False), (None, True)):   # longer row segments; lanes dealt evenly
+    for most, balance, least in [(alt, False, None), (None, True, None)] + [(w, False, w) for w in plan.wide_Ws]:
+        # longer row segments; lanes dealt evenly; wider chunks
         if (balance and not can_balance) or (not balance and most is None):
             continue
-        tried.append(_sized(spec, info, plan, name, most, balance) + ({a: getattr(plan, a) for a in GEOMETRY},))
+        tried.append(_sized(spec, info, plan, name, most, balance, least) +
+                     ({a: getattr(plan, a) for a in GEOMETRY},))
     fits = [t for t in tried if t[0] is not None]
     seconds, kern, used, geometry = order(fits, lambda o: o[0], MLU_RANKING)[0] if len(fits) > 1 else \
         (fits or tried)[0]

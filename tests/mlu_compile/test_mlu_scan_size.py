@@ -49,6 +49,15 @@ def test_longer_segments_are_a_candidate_only_off_the_granule():
     assert _plan(4096, 1500, axis="i").alt_W is None   # the cols layout
 
 
+def test_wider_chunks_are_candidates_within_a_share_of_the_balance():
+    """Chunks wider than the best-balanced one are timed when the busiest core's lanes grow by at most half: a
+    scan step is one vector op per chunk, so wider chunks take fewer steps per lane."""
+    p = _plan(12312, 527, "bf16")        # computed in f32: 32 lanes balance best (416 on the busiest core)
+    assert p.W == 32 and p.wide_Ws == [64, 128, 256]
+    assert _plan(1278, 1422, "bf16").wide_Ws == []   # 20 chunks of 64, one a core: 128 would double it
+    assert _plan(4096, 1500, axis="i").wide_Ws == []  # the cols layout
+
+
 def test_even_tile():
     assert even_tile(4096, 640, 64) == 512
     assert even_tile(2039, 256, 64) is None
@@ -75,8 +84,8 @@ def test_random_row_scans_at_balanced_sizes(seed, monkeypatch):
     than the buffers, a narrower last chunk), rows off the granule, every op, form and element type."""
     from gir.passes.schedule_mlu import scan_size
     orig = scan_size.choose
-    monkeypatch.setattr(scan_size, "choose", lambda plan, per_elem, most=None: (
-        setattr(plan, "balance", True), orig(plan, per_elem, most))[1])
+    monkeypatch.setattr(scan_size, "choose", lambda plan, per_elem, most=None, least=None: (
+        setattr(plan, "balance", True), orig(plan, per_elem, most, least))[1])
     rng = random.Random(seed)
     src, sizes, op, t, exclusive, reverse = _program(rng)
     f = parse_text(src).funcs[0]
@@ -117,7 +126,9 @@ def _row(t: str, op: str, e: str, flags: str = "") -> str:
     # E's temporaries shared by the loop's tiles, the tail and the narrower last chunk (NRAM for longer tiles),
     # their multiply-adds still merged (codegen/mlu/fuse.py: a run that overwrites a whole buffer first)
     (_row("f32", "cumprod", "(1.0 + x[i, j] * 0.001) * w[j]"), {"M": 10415, "N": 446}, 1.45, 1.803),
-    (_row("bf16", "cumsum", "x[i, j] * w[j]", ", exclusive=1"), {"M": 12312, "N": 527}, 2.9, 3.171),
+    # ... and lane chunks of 128 timed beside the 32 that balance the cores best (one step op per 128 lanes)
+    (_row("bf16", "cumsum", "x[i, j] * w[j]", ", exclusive=1"), {"M": 12312, "N": 527}, 2.3, 3.171),
+    (_row("f16", "cumprod", "(1.0 + 0.001 * x[i, j]) * w[j]", ", reverse=1"), {"M": 38776, "N": 123}, 2.0, 2.085),
     # tiles whose walk overlaps the last one instead of an unpipelined tail are a candidate (384 for 1,866)
     (_row("f16", "cumsum", "x[i, j] * w[j]", ", reverse=1"), {"M": 887, "N": 1866}, 1.82, 2.049),
     # the sizing settled 256 bytes over the budget: the largest tile under it, then the cost model's choice
