@@ -6,7 +6,6 @@ are proven by the z3/isl checks in `passes/`; this module checks what the text s
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 from gir import ir
@@ -275,6 +274,15 @@ class KernelVerifier:
         f64 = dst is not None and dst.type.dtype == ir.DType.f64
         self.compute_expr(s.value, scope, f64)
         shape = region_shape(s.target)
+        if isinstance(s.value, ir.Call) and s.value.fn == "transpose" and len(s.value.args) == 2:
+            inner = self.expr_shape(s.value.args[0], scope)
+            r = transpose_rows(s.value)
+            if shape is not None and inner is not None and r is not None and \
+                    (math.prod(inner) != math.prod(shape) or math.prod(inner) % r):
+                self.diag.error(f"transpose(a, {r}) reads a tile of shape {list(inner)} as {r} rows into a region "
+                                f"of shape {list(shape)}: the element counts must agree and divide by the rows",
+                                s.loc)
+            return
         vshape = self.expr_shape(s.value, scope)
         if shape is not None and vshape is not None and not _broadcasts(vshape, shape):
             self.diag.error(f"value of shape {list(vshape)} does not broadcast to the target region {list(shape)}",
@@ -298,9 +306,12 @@ class KernelVerifier:
                 self.diag.error(f"unknown name '{x.name}'", x.loc)
             elif isinstance(x, ir.Call):
                 from gir.shapes import KNOWN_FUNCS
-                if x.fn == "transpose":   # kernel-only builtin: a 2-D tile with its axes swapped
-                    if len(x.args) != 1:
-                        self.diag.error(f"transpose() takes 1 argument, got {len(x.args)}", x.loc)
+                if x.fn == "transpose":   # kernel-only builtin: a 2-D tile with its axes swapped; transpose(a, r):
+                    # a's elements read as r rows, transposed, into the target's elements (whole tiles)
+                    if len(x.args) not in (1, 2):
+                        self.diag.error(f"transpose() takes 1 or 2 arguments, got {len(x.args)}", x.loc)
+                    elif len(x.args) == 2 and transpose_rows(x) is None:
+                        self.diag.error("transpose(a, r) takes a positive integer row count r", x.loc)
                 elif x.fn == "gather_cols":   # kernel-only: out[r, 0] = a[r, idx[r, 0]] (0 when out of range)
                     if len(x.args) != 2:
                         self.diag.error(f"gather_cols() takes 2 arguments, got {len(x.args)}", x.loc)
@@ -453,6 +464,14 @@ def _reshaping(s: ir.Move, a, b, dst, src) -> bool:
     tile = b if s.kind == "store" else a
     return (s.kind in ("load", "store") and off.level.off_chip and on.level == ir.Level.nram
             and (len(_squeeze(run)) == 1 or len(_squeeze(tile)) == 1))
+
+
+def transpose_rows(e: ir.Call) -> int | None:
+    """The row count r of `transpose(a, r)` (a positive integer constant), else None."""
+    r = e.args[1] if len(e.args) == 2 else None
+    if isinstance(r, ir.Const) and isinstance(r.value, int) and not isinstance(r.value, bool) and r.value > 0:
+        return r.value
+    return None
 
 
 def _squeeze(shape):

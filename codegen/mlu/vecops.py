@@ -108,6 +108,8 @@ class VecEmitter:
                 return self.gather_cols(dst, *(operand(a) for a in value.args))
             if value.fn == "transpose" and len(value.args) == 1:
                 return self.transpose(dst, operand(value.args[0]), value.loc)
+            if value.fn == "transpose" and len(value.args) == 2:
+                return self.transpose_rows(dst, operand(value.args[0]), value.args[1].value, value.loc)
             if value.fn == "reverse" and len(value.args) in (1, 2):
                 return self.reverse(dst, operand(value.args[0]), value)
             if value.fn in ("f32", "f16", "bf16", "bool", "i32"):
@@ -167,6 +169,23 @@ class VecEmitter:
             raise GirError("the MLU emitter transposes whole 2-D @nram buffers with row lengths that are multiples "
                            "of 64, into a distinct buffer of the reversed shape", loc)
         self.out.append(call("bang_transpose", dst.ptr, a.ptr, a.rows, a.cols))
+
+    def transpose_rows(self, dst: Opd, a: Opd, r: int, loc) -> None:
+        """`dst = transpose(a, r)`: the elements of a whole, dense @nram tile `a` read as an [r, n / r] matrix,
+        transposed, into the n elements of a whole, dense tile `dst` (a view of other shapes on the same bytes:
+        the scan's sub-segments, passes/schedule_mlu/scan_subseg.py)."""
+        def count(o: Opd):
+            if o.kind == FULL and o.cols == o.pitch and o.rows == o.prow:
+                return o.rows * o.cols
+            if o.kind == COL and o.cols == o.length:
+                return o.cols
+            return None
+        n = count(a)
+        if n is None or count(dst) != n or not isinstance(r, int) or r <= 0 or n % r or dst.ptr == a.ptr or \
+                dst.dtype != a.dtype:
+            raise GirError("transpose(a, r) reads a whole, unpadded @nram tile as r rows into a distinct whole tile "
+                           "of as many elements", loc)
+        self.out.append(call("bang_transpose", dst.ptr, a.ptr, r, n // r))
 
     def reverse(self, dst: Opd, a: Opd, node: ir.Call) -> None:
         """`dst[0:R, 0:P] = reverse(a[0:R, 0:P][, AXIS])` on the first R rows of distinct @nram buffers of the same

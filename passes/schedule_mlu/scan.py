@@ -39,7 +39,9 @@ from gir.walk import walk
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import _unit_kernel, decode_units, unit_trips
+from gir.passes.schedule_mlu import scan_subseg as subseg
 from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, serial_steps
+from gir.passes.schedule_mlu.scan_subseg import subsegments
 
 F32, I32 = ir.DType.f32, ir.DType.i32
 FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
@@ -59,6 +61,7 @@ class _Plan:
         self.stmt, self.scan, self.tasks = stmt, p, tasks
         self.allow_sram = True   # (scan_items: the long scans may keep tiles in SRAM)
         self.wide = False        # cols: one lane chunk as wide as the rows (up to WIDE_LANES), cut into ranges
+        self.subseg = False      # rows: tiles may scan in sub-segments (scan_subseg.py; a candidate scan_size times)
         self.out = stmt.target
         self.vars = [i.name for i in self.out.index]
         self.shape = dict(zip(self.vars, types[self.out.name].shape))
@@ -180,15 +183,41 @@ class _Kernel:
         'unit' (operands loaded once per unit: lanes only) or 'tile' (the rest, loads / computes / stores)."""
         if stage == "unit":
             return self.loads(s0, ns, l0, nl, "unit")
-        raw = self.raw() if self.p.layout == "rows" else None
+        p = self.p
+        k = subsegments(p, ns, ns < p.R, self.carry_row)   # (a tile of fewer positions ends its walk)
+        raw = self.raw() if p.layout == "rows" else None
         if raw:   # rows: the 16-bit landing tile transposed as it is (half the units), widened after
-            p = self.p
-            th = B.ref(self.alloc("th_", self.types[raw].dtype, (p.R, p.W)), B.sl(0, p.R), B.sl(0, p.W))
             land = B.ref(f"{raw}_h", B.sl(0, p.W), B.sl(0, p.R))
-            steps = self.loads(s0, ns, l0, nl, "tile", widen=False) + [ir.Assign(th, ir.Call("transpose", (land,)))]
+            steps = self.loads(s0, ns, l0, nl, "tile", widen=False)
+            if k:
+                tr, tv = subseg.land(self, k, land, self.types[raw].dtype)
+                return steps + tr + self.finish_subseg(None, tv, k, s0, ns, l0, nl)
+            th = B.ref(self.alloc("th_", self.types[raw].dtype, (p.R, p.W)), B.sl(0, p.R), B.sl(0, p.W))
+            steps.append(ir.Assign(th, ir.Call("transpose", (land,))))
             return steps + self.finish(None, s0, ns, l0, nl, th)
         steps, ev = self.operand(s0, ns, l0, nl)
+        if k:
+            return steps + self.finish_subseg(ev, None, k, s0, ns, l0, nl)
         return steps + self.finish(ev, s0, ns, l0, nl)
+
+    def finish_subseg(self, ev: ir.Ref | None, tv: str | None, k: int, s0, ns: int, l0, nl: int) -> list:
+        """`finish` in k sub-segments (scan_subseg.py): E in `ev` ([W, R]) or the 16-bit [R / k, W k] tile `tv`;
+        the result transposed back to [W, R] (a 16-bit result rounded first) and stored."""
+        p = self.p
+        r, lanes = p.R // k, p.W * k
+        computes, vo = subseg.steps(self, k, ev, tv)
+        back = lambda t: ir.Call("transpose", (subseg.whole(t, r, lanes), B.c(r)))   # noqa: E731
+        if p.ydt != p.cdt:
+            oh = self.alloc("uh_", p.ydt, (r, lanes))
+            h = self.alloc("o_h", p.ydt, (p.W, p.R))
+            computes += [ir.Assign(subseg.whole(oh, r, lanes), ir.Call(p.ydt.value, (subseg.whole(vo, r, lanes),))),
+                         ir.Assign(subseg.whole(h, p.W, p.R), back(oh))]
+            self.stored.add(h)
+            return computes + [B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl),
+                                      self.region(h, FULL, nl, ns))]
+        o = ev.name if ev is not None else self.alloc("ov_", p.cdt, (p.W, p.R))
+        computes.append(ir.Assign(subseg.whole(o, p.W, p.R), back(vo)))
+        return computes + self.store(o, s0, ns, l0, nl)
 
     def loads(self, s0, ns: int, l0, nl: int, stage: str, widen: bool = True) -> list:
         """The loads (and, with `widen`, the widening conversions) of the operands a `stage` tile reads."""

@@ -226,8 +226,14 @@ def cols_long_items(plan: _Plan, spec: ir.Func, types: dict, remarks=None, loc=N
     range per unit would be all there is, or nothing fits NRAM)."""
     name = f"{spec.name}_mlu"
     per_elem = 16
+    # a range's tiles: at least MIN_TILES (the NRAM estimate alone grows a tile to a whole range when E takes
+    # few temporaries: 6,007 x 40 along the first axis, tiles of 417 in ranges of 417 -- the unit kernel, 6.5x
+    # slower, where tiles of 179 in ranges of 537 were)
+    ranges = max(1, plan.tasks // max(1, plan.units))
+    most = max(1, -(-plan.S // ranges) // MIN_TILES)
     for _ in range(12):   # tiles from a per-element estimate, refined by the real allocation (half the budget:
         plan.choose(per_elem)   # the rest keeps tiles of phase 1 for phase 2)
+        plan.R = min(plan.R, most)
         k = _ColsLong(plan, types, name)
         items = k.items()
         used = k.nram_bytes()

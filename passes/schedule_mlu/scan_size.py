@@ -216,14 +216,25 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
     from gir.passes.schedule_mlu.cost import MLU_RANKING
     st, tasks = plan.stmt, plan.tasks
     name = f"{spec.name}_mlu"
-    tried = [_sized(spec, info, plan, name, None) + ({a: getattr(plan, a) for a in GEOMETRY},)]
-    alt, can_balance = plan.alt_W, plan.can_balance
-    for most, balance, least in [(alt, False, None), (None, True, None)] + [(w, False, w) for w in plan.wide_Ws]:
-        # longer row segments; lanes dealt evenly; wider chunks
-        if (balance and not can_balance) or (not balance and most is None):
+    from gir.passes.schedule_mlu.scan_subseg import applies
+    tried = []
+    plan.balance = False
+    plan.choose(16)   # (the candidates' geometry: alt_W, can_balance, wide_Ws)
+    alt, can_balance, wide = plan.alt_W, plan.can_balance, plan.wide_Ws
+    for most, balance, least in [(None, False, None), (alt, False, None), (None, True, None)] + \
+            [(w, False, w) for w in wide]:
+        # the best balance; longer row segments; lanes dealt evenly; wider chunks
+        if (balance and not can_balance) or (not balance and most is None and tried):
             continue
-        tried.append(_sized(spec, info, plan, name, most, balance, least) +
-                     ({a: getattr(plan, a) for a in GEOMETRY},))
+        for sub in (False, True):   # whole tiles in sub-segments (scan_subseg.py), where their steps pay
+            plan.subseg = False
+            if sub:
+                plan.choose(16, most, least)
+                if not applies(plan):
+                    continue
+                plan.subseg = True
+            tried.append(_sized(spec, info, plan, name, most, balance, least) +
+                         ({a: getattr(plan, a) for a in GEOMETRY},))
     fits = [t for t in tried if t[0] is not None]
     seconds, kern, used, geometry = order(fits, lambda o: o[0], MLU_RANKING)[0] if len(fits) > 1 else \
         (fits or tried)[0]
@@ -240,4 +251,4 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
     return [kern]
 
 
-GEOMETRY = ("W", "step", "chunks", "dense", "units", "R")   # what choose and the sizing decide
+GEOMETRY = ("W", "step", "chunks", "dense", "units", "R", "subseg")   # what choose and the sizing decide

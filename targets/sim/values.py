@@ -241,6 +241,9 @@ class Values:
             a, b = _exact_literals(ev, (e.lhs, e.rhs), (a, b))
             return ev.binop(e.op, a, b)
         if isinstance(e, ir.Call) and e.fn == "transpose":   # (n_act, R, C) -> (n_act, C, R)
+            if len(e.args) != 1:
+                raise GirError("transpose(a, r) (a tile read as r rows) is an MLU kernel builtin; the SIMT simulator "
+                               "runs transpose(a)", e.loc)
             return np.swapaxes(self.fexpr(e.args[0]), -1, -2)
         if isinstance(e, ir.Call) and e.fn == "reverse":     # (n_act, R, C): flip axis 0 or 1 of every tile
             from gir.verify_kernel import reverse_axis
