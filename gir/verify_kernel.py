@@ -274,14 +274,11 @@ class KernelVerifier:
         f64 = dst is not None and dst.type.dtype == ir.DType.f64
         self.compute_expr(s.value, scope, f64)
         shape = region_shape(s.target)
-        if isinstance(s.value, ir.Call) and s.value.fn == "transpose" and len(s.value.args) == 2:
-            inner = self.expr_shape(s.value.args[0], scope)
-            r = transpose_rows(s.value)
-            if shape is not None and inner is not None and r is not None and \
-                    (math.prod(inner) != math.prod(shape) or math.prod(inner) % r):
+        if isinstance(s.value, ir.Call) and s.value.fn == "transpose" and len(s.value.args) == 2:   # (a view)
+            inner, r = self.expr_shape(s.value.args[0], scope), transpose_rows(s.value)
+            if None not in (shape, inner, r) and (math.prod(inner) != math.prod(shape) or math.prod(inner) % r):
                 self.diag.error(f"transpose(a, {r}) reads a tile of shape {list(inner)} as {r} rows into a region "
-                                f"of shape {list(shape)}: the element counts must agree and divide by the rows",
-                                s.loc)
+                                f"of shape {list(shape)}: the element counts must agree and divide by the rows", s.loc)
             return
         vshape = self.expr_shape(s.value, scope)
         if shape is not None and vshape is not None and not _broadcasts(vshape, shape):

@@ -191,33 +191,14 @@ class _Kernel:
             steps = self.loads(s0, ns, l0, nl, "tile", widen=False)
             if k:
                 tr, tv = subseg.land(self, k, land, self.types[raw].dtype)
-                return steps + tr + self.finish_subseg(None, tv, k, s0, ns, l0, nl)
+                return steps + tr + subseg.finish(self, None, tv, k, s0, ns, l0, nl)
             th = B.ref(self.alloc("th_", self.types[raw].dtype, (p.R, p.W)), B.sl(0, p.R), B.sl(0, p.W))
             steps.append(ir.Assign(th, ir.Call("transpose", (land,))))
             return steps + self.finish(None, s0, ns, l0, nl, th)
         steps, ev = self.operand(s0, ns, l0, nl)
         if k:
-            return steps + self.finish_subseg(ev, None, k, s0, ns, l0, nl)
+            return steps + subseg.finish(self, ev, None, k, s0, ns, l0, nl)
         return steps + self.finish(ev, s0, ns, l0, nl)
-
-    def finish_subseg(self, ev: ir.Ref | None, tv: str | None, k: int, s0, ns: int, l0, nl: int) -> list:
-        """`finish` in k sub-segments (scan_subseg.py): E in `ev` ([W, R]) or the 16-bit [R / k, W k] tile `tv`;
-        the result transposed back to [W, R] (a 16-bit result rounded first) and stored."""
-        p = self.p
-        r, lanes = p.R // k, p.W * k
-        computes, vo = subseg.steps(self, k, ev, tv)
-        back = lambda t: ir.Call("transpose", (subseg.whole(t, r, lanes), B.c(r)))   # noqa: E731
-        if p.ydt != p.cdt:
-            oh = self.alloc("uh_", p.ydt, (r, lanes))
-            h = self.alloc("o_h", p.ydt, (p.W, p.R))
-            computes += [ir.Assign(subseg.whole(oh, r, lanes), ir.Call(p.ydt.value, (subseg.whole(vo, r, lanes),))),
-                         ir.Assign(subseg.whole(h, p.W, p.R), back(oh))]
-            self.stored.add(h)
-            return computes + [B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl),
-                                      self.region(h, FULL, nl, ns))]
-        o = ev.name if ev is not None else self.alloc("ov_", p.cdt, (p.W, p.R))
-        computes.append(ir.Assign(subseg.whole(o, p.W, p.R), back(vo)))
-        return computes + self.store(o, s0, ns, l0, nl)
 
     def loads(self, s0, ns: int, l0, nl: int, stage: str, widen: bool = True) -> list:
         """The loads (and, with `widen`, the widening conversions) of the operands a `stage` tile reads."""

@@ -131,3 +131,23 @@ def steps(K, k: int, ev: ir.Ref | None, tv: str | None) -> tuple[list, str]:
     out.append(ir.Assign(cv, ir.Call("transpose", (whole(ct, k, W), B.c(k)))))
     out.append(ir.Assign(whole(vo, r, lanes), comb(OPS[p.scan.op], cv, whole(vo, r, lanes))))
     return out, vo
+
+
+def finish(K, ev: ir.Ref | None, tv: str | None, k: int, s0, ns: int, l0, nl: int) -> list:
+    """scan.py's `finish` in k sub-segments: E in `ev` ([W, R]) or the 16-bit [R / k, W k] tile `tv`; the result
+    transposed back to [W, R] (a 16-bit result rounded first) and stored."""
+    from gir.passes.schedule_mlu.scan import FULL   # (scan.py imports this module)
+    p = K.p
+    r, lanes = p.R // k, p.W * k
+    computes, vo = steps(K, k, ev, tv)
+    back = lambda t: ir.Call("transpose", (whole(t, r, lanes), B.c(r)))   # noqa: E731
+    if p.ydt != p.cdt:
+        oh = K.alloc("uh_", p.ydt, (r, lanes))
+        h = K.alloc("o_h", p.ydt, (p.W, p.R))
+        computes += [ir.Assign(whole(oh, r, lanes), ir.Call(p.ydt.value, (whole(vo, r, lanes),))),
+                     ir.Assign(whole(h, p.W, p.R), back(oh))]
+        K.stored.add(h)
+        return computes + [B.move("store", K.gdram(p.out.name, p.vars, s0, ns, l0, nl), K.region(h, FULL, nl, ns))]
+    o = ev.name if ev is not None else K.alloc("ov_", p.cdt, (p.W, p.R))
+    computes.append(ir.Assign(whole(o, p.W, p.R), back(vo)))
+    return computes + K.store(o, s0, ns, l0, nl)

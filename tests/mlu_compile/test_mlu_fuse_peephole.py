@@ -203,22 +203,32 @@ def test_random_programs_keep_their_values():
     rng = np.random.default_rng(7)
     merged = 0
     for _ in range(40):
-        lines = []
-        for _ in range(int(rng.integers(4, 10))):
-            d, x, y = (str(rng.choice(["a", "b", "t", "u"])) for _ in range(3))
-            s = f"{rng.choice([0.5, -1.25, 3.0])}f"
-            lines.append("    " + str(rng.choice(_FORMS)).format(d=d, x=x, y=y, s=s))
-        body = _BODY.replace("BODY", "\n".join(lines)).splitlines()   # the whole body, as emit.py passes it
-        fused, n = fuse_lines(body[:-1], TYPES)
+        body = _BODY.replace("BODY", "\n".join(_random_ops(rng, 4, 10))).splitlines()   # the whole body, as
+        fused, n = fuse_lines(body[:-1], TYPES)                                         # emit.py passes it
         fused.append("}")
         merged += n
-        data = np.random.default_rng(0).uniform(-2, 2, 1088).astype(np.float32)
-        outs = []
-        for text in (body, fused):
-            prog = parse_program(_DECLS + "\n".join(text))
-            outs.append(simulate(prog, "k", {"x": data, "out": np.zeros(512, np.float32)}, 1).outputs["out"])
-        assert np.array_equal(outs[0], outs[1], equal_nan=True), "\n".join(body + ["->"] + fused)
+        _same_outputs(body, fused)
     assert merged >= 10   # the generator does exercise merges
+
+
+def _random_ops(rng, least: int, most: int) -> list[str]:
+    """Lines of random vector ops over the four buffers."""
+    lines = []
+    for _ in range(int(rng.integers(least, most))):
+        d, x, y = (str(rng.choice(["a", "b", "t", "u"])) for _ in range(3))
+        s = f"{rng.choice([0.5, -1.25, 3.0])}f"
+        lines.append("    " + str(rng.choice(_FORMS)).format(d=d, x=x, y=y, s=s))
+    return lines
+
+
+def _same_outputs(body: list[str], fused: list[str]) -> None:
+    """The kernel body before and after the peephole give bit-identical outputs on the simulator."""
+    data = np.random.default_rng(0).uniform(-2, 2, 1088).astype(np.float32)
+    outs = []
+    for text in (body, fused):
+        prog = parse_program(_DECLS + "\n".join(text))
+        outs.append(simulate(prog, "k", {"x": data, "out": np.zeros(512, np.float32)}, 1).outputs["out"])
+    assert np.array_equal(outs[0], outs[1], equal_nan=True), "\n".join(body + ["->"] + fused)
 
 
 def test_random_runs_sharing_temporaries_keep_their_values():
@@ -229,11 +239,7 @@ def test_random_runs_sharing_temporaries_keep_their_values():
     for _ in range(80):
         parts = []
         for _ in range(3):
-            lines = []
-            for _ in range(int(rng.integers(2, 6))):
-                d, x, y = (str(rng.choice(["a", "b", "t", "u"])) for _ in range(3))
-                s = f"{rng.choice([0.5, -1.25, 3.0])}f"
-                lines.append("    " + str(rng.choice(_FORMS)).format(d=d, x=x, y=y, s=s))
+            lines = _random_ops(rng, 2, 6)
             if rng.random() < 0.3:   # the run reads a temporary first: the product of a run before must survive
                 lines.insert(0, f"    __bang_add(a, a, {rng.choice(['t', 'u'])}, 256);")
             elif rng.random() < 0.6:   # the run starts by overwriting a temporary (what makes sharing safe)
@@ -249,12 +255,7 @@ def test_random_runs_sharing_temporaries_keep_their_values():
         fused.append("}")
         merged += n
         across += n - fuse_lines(body[:-1], TYPES)[1]   # (without sizes: only merges inside one run)
-        data = np.random.default_rng(0).uniform(-2, 2, 1088).astype(np.float32)
-        outs = []
-        for text in (body, fused):
-            prog = parse_program(_DECLS + "\n".join(text))
-            outs.append(simulate(prog, "k", {"x": data, "out": np.zeros(512, np.float32)}, 1).outputs["out"])
-        assert np.array_equal(outs[0], outs[1], equal_nan=True), "\n".join(body + ["->"] + fused)
+        _same_outputs(body, fused)
     assert merged >= 20 and across >= 4, (merged, across)   # (seeded: 80 programs)
 
 

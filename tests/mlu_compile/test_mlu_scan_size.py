@@ -23,8 +23,9 @@ from tests.mlu_compile.test_mlu_scan_overlap import row_scan_agrees
 ROW_SCAN = "func f(x: T[M, N], w: T[N]) -> (y: T[M, N]) {\n  y[i, j] = OP(E, j FLAGS)\n}\n"
 
 
-def _plan(m: int, n: int, t: str = "f32", axis: str = "j") -> _Plan:
-    f = parse_text(f"func f(x: {t}[M, N]) -> (y: {t}[M, N]) {{\n  y[i, j] = cumsum(x[i, j], {axis})\n}}\n").funcs[0]
+def _plan(m: int, n: int, t: str = "f32", axis: str = "j", flags: str = "") -> _Plan:
+    f = parse_text(f"func f(x: {t}[M, N]) -> (y: {t}[M, N]) {{\n  y[i, j] = cumsum(x[i, j], {axis}{flags})\n}}\n"
+                   ).funcs[0]
     types = {"x": ir.TensorType(ir.DType(t), (m, n)), "y": ir.TensorType(ir.DType(t), (m, n))}
     plan = _Plan(f.body[0], types, 32)
     plan.choose(16)

@@ -14,11 +14,10 @@ from gir.codegen.mlu.report import compulsory_bytes
 from gir.parser import parse_text
 from gir.passes.schedule_mlu import scan as scan_mod
 from gir.passes.schedule_mlu import scan_subseg
-from gir.passes.schedule_mlu.scan import _Plan
 from gir.targets.mlu.run import run_func
-from gir import ir
 
 from tests.mlu_compile.test_mlu_scan_overlap import row_scan_agrees
+from tests.mlu_compile.test_mlu_scan_size import _plan
 
 ROW = "func f(x: T[M, N], w: T[N]) -> (y: T[M, N]) {\n  y[i, j] = OP(E, j FLAGS)\n}\n"
 
@@ -63,14 +62,6 @@ def test_the_forced_programs_take_sub_segments(monkeypatch):
         res = run_func(parse_text(src).funcs[0], None, sizes, values=False)
         hits += "vt_" in res.source
     assert hits >= 8, hits
-
-
-def _plan(m: int, n: int, t: str = "f32", flags: str = "") -> _Plan:
-    f = parse_text(f"func f(x: {t}[M, N]) -> (y: {t}[M, N]) {{\n  y[i, j] = cumsum(x[i, j], j{flags})\n}}\n").funcs[0]
-    types = {"x": ir.TensorType(ir.DType(t), (m, n)), "y": ir.TensorType(ir.DType(t), (m, n))}
-    plan = _Plan(f.body[0], types, 32)
-    plan.choose(16)
-    return plan
 
 
 def test_where_sub_segments_apply():
