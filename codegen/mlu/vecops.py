@@ -109,7 +109,9 @@ class VecEmitter:
             if value.fn == "transpose" and len(value.args) == 1:
                 return self.transpose(dst, operand(value.args[0]), value.loc)
             if value.fn == "transpose" and len(value.args) == 2:
-                return self.transpose_rows(dst, operand(value.args[0]), value.args[1].value, value.loc)
+                r = value.args[1]
+                return self.transpose_rows(dst, operand(value.args[0]), r.value if isinstance(r, ir.Const) else None,
+                                           value.loc)
             if value.fn == "reverse" and len(value.args) in (1, 2):
                 return self.reverse(dst, operand(value.args[0]), value)
             if value.fn in ("f32", "f16", "bf16", "bool", "i32"):

@@ -305,10 +305,17 @@ class _Kernel:
         if not kinds:
             raise GirError("the MLU scan cannot compute a constant operand on chip", getattr(e, "loc", None))
         kind = FULL if FULL in kinds or kinds == {ROW, COL} else kinds.pop()
-        # an operand held in a temporary of E (computed for this op alone) takes the result in place: E needs
-        # as many temporaries as its tree's widest point, not one per operation (NRAM for longer tiles)
-        dst = next((v for v in vals if isinstance(v, ir.Ref) and _TEMP.fullmatch(v.name) and
-                    self._tile_kind(v) == kind), None)
+        # the first tile operand, when a temporary of E of the result's kind (computed for this op alone), takes
+        # the result in place: E needs as many temporaries as its tree's widest point, not one per operation
+        # (NRAM for longer tiles). The first operand, or the only tile beside constants: the emitter computes
+        # `dst = a OP b` into a scratch tile when dst is b and a is a narrower tile, and so for clamp's bounds
+        # and `s ** a` (codegen/mlu/vecops.py) -- scratch the NRAM count does not see (a review: clamp(x, 0,
+        # w - 2x) along i at 4,096^2 overflowed NRAM)
+        tiles = [v for v in vals if isinstance(v, ir.Ref)]
+        t0 = tiles[0] if tiles else None
+        fn = e.fn if isinstance(e, ir.Call) else getattr(e, "op", "")
+        dst = t0 if t0 is not None and _TEMP.fullmatch(t0.name) and self._tile_kind(t0) == kind and \
+            fn not in ("clamp", "select", "**", "pow") and (t0 is vals[0] or len(tiles) == 1) else None
         if dst is None:
             self.count += 1
             dst = self.region(self.alloc(f"e{self.count}_", self.p.cdt, self.shape_of(kind)), kind, nr, nc)
