@@ -87,7 +87,7 @@ def choose(plan, per_elem: int, most: int | None = None, least: int | None = Non
     # a wider chunk whose busiest core has at most WIDER_SHARE x the lanes: fewer, longer vector ops per scan
     # step (a step costs `vector_op_cycles` + its units), for the cost model to time
     wider = [s[1] for s in scored if s[1] > plan.W and s[0][0] <= WIDER_SHARE * key[0]]
-    plan.wide_Ws = wider if plan.layout == "rows" else []
+    plan.wide_Ws = wider[:2] if plan.layout == "rows" else []   # (the two narrowest: compile time)
     plan.step = plan.W   # lanes between two chunks: W, or fewer when balanced (the buffers stay W wide)
     balanced = _balanced(plan, cands, key[0]) if plan.layout == "rows" else None
     plan.can_balance = balanced is not None

@@ -54,7 +54,7 @@ def test_wider_chunks_are_candidates_within_a_share_of_the_balance():
     """Chunks wider than the best-balanced one are timed when the busiest core's lanes grow by at most half: a
     scan step is one vector op per chunk, so wider chunks take fewer steps per lane."""
     p = _plan(12312, 527, "bf16")        # computed in f32: 32 lanes balance best (416 on the busiest core)
-    assert p.W == 32 and p.wide_Ws == [64, 128, 256]
+    assert p.W == 32 and p.wide_Ws == [64, 128]   # (256 too would qualify: the two narrowest are timed)
     assert _plan(1278, 1422, "bf16").wide_Ws == []   # 20 chunks of 64, one a core: 128 would double it
     assert _plan(4096, 1500, axis="i").wide_Ws == []  # the cols layout
 
