@@ -41,7 +41,6 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import _unit_kernel, decode_units, unit_trips
 from gir.passes.schedule_mlu import scan_subseg as subseg
 from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, serial_steps
-from gir.passes.schedule_mlu.scan_subseg import subsegments
 
 F32, I32 = ir.DType.f32, ir.DType.i32
 FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
@@ -184,7 +183,7 @@ class _Kernel:
         if stage == "unit":
             return self.loads(s0, ns, l0, nl, "unit")
         p = self.p
-        k = subsegments(p, ns, ns < p.R, self.carry_row)   # (a tile of fewer positions ends its walk)
+        k = subseg.subsegments(p, ns, ns < p.R, self.carry_row)   # (a tile of fewer positions ends its walk)
         raw = self.raw() if p.layout == "rows" else None
         if raw:   # rows: the 16-bit landing tile transposed as it is (half the units), widened after
             land = B.ref(f"{raw}_h", B.sl(0, p.W), B.sl(0, p.R))

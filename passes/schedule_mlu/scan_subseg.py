@@ -27,8 +27,10 @@ them); the tiles of overlapping walks keep the serial form (their carry comes fr
 from __future__ import annotations
 
 import copy
+import math
 
 from gir import ir
+from gir.scan import identity
 from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
@@ -56,7 +58,6 @@ def serial_cycles(R: int, W: int, dense: bool, exclusive: bool, es: int = 4) -> 
     """The same for the form scan.py would take: serial, or doubling where it pays (scan_steps.py)."""
     units = -(-W * es // L.VECTOR_ALIGN)
     if doubling_pays(R, units, dense, exclusive):
-        import math
         steps = math.ceil(math.log2(R))
         return _op(units) + steps * (2 * MLU370.vector_op_cycles + R * units) + (R // 2) * units
     return R * _op(units)
@@ -72,7 +73,7 @@ def subsegments(p, ns: int, last: bool, carry_row) -> int:
 
 def applies(p) -> bool:
     """Whether the plan's whole tiles would scan in sub-segments (scan_size.py times the kernel with and without)."""
-    return p.layout == "rows" and p.dense and L.device_nbytes(p.cdt) == 4 and pays(p) > 0
+    return pays(p) > 0
 
 
 def pays(p) -> int:
@@ -108,7 +109,6 @@ def land(K, k: int, tile: ir.Ref, dt: ir.DType) -> tuple[list, str]:
 def steps(K, k: int, ev: ir.Ref | None, tv: str | None) -> tuple[list, str]:
     """(the computes, the [r, W k] result tile in scan orientation) of a tile whose E is `ev` ([W, R]) or the
     16-bit [r, W k] tile `tv` (`land`). The unit's carry `acc_` becomes the tile's last result."""
-    from gir.scan import identity
     p = K.p
     r, lanes, W = p.R // k, p.W * k, p.W
     vt = K.alloc("vt_", p.cdt, (r, lanes))

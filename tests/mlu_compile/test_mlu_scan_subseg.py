@@ -12,7 +12,6 @@ import pytest
 
 from gir.codegen.mlu.report import compulsory_bytes
 from gir.parser import parse_text
-from gir.passes.schedule_mlu import scan as scan_mod
 from gir.passes.schedule_mlu import scan_subseg
 from gir.targets.mlu.run import run_func
 from gir import ir
@@ -44,7 +43,7 @@ def test_random_row_scans_in_sub_segments(seed, monkeypatch):
     def forced(p, ns, last, carry_row):
         p.subseg = True
         return orig(p, ns, last, carry_row)
-    monkeypatch.setattr(scan_mod, "subsegments", forced)
+    monkeypatch.setattr(scan_subseg, "subsegments", forced)
     monkeypatch.setattr(scan_subseg, "GAIN", 10.0)   # (the k of least model cycles, whatever the other forms')
     rng = random.Random(seed)
     src, sizes, op, t, exclusive, reverse, weighted = _program(rng)
@@ -55,7 +54,7 @@ def test_random_row_scans_in_sub_segments(seed, monkeypatch):
 def test_the_forced_programs_take_sub_segments(monkeypatch):
     """(The generator above does reach the form: most of its programs scan some tile in sub-segments.)"""
     orig = scan_subseg.subsegments
-    monkeypatch.setattr(scan_mod, "subsegments", lambda p, *a: (setattr(p, "subseg", True), orig(p, *a))[1])
+    monkeypatch.setattr(scan_subseg, "subsegments", lambda p, *a: (setattr(p, "subseg", True), orig(p, *a))[1])
     monkeypatch.setattr(scan_subseg, "GAIN", 10.0)
     hits = 0
     for seed in range(24):
