@@ -46,11 +46,14 @@ class Access:
 
 @dataclass
 class SyncLoop:
-    """A sequential loop whose body contains a barrier: its segments `first..last`."""
+    """A sequential loop whose body contains a barrier: its segments `first..last` (`afirst..alast`: counting
+    the barriers of all tasks only)."""
     var: str
     step: int
     first: int
     last: int = -1
+    afirst: int = 0
+    alast: int = -1
 
 
 @dataclass
@@ -66,6 +69,7 @@ class Instr:
     sync_loops: tuple[SyncLoop, ...] = ()
     phase: int = 0  # `sync @all` barriers (outside loops and conditions) passed in program text: every task's
     #                 instructions of one phase precede every task's of the next
+    aseg: int = 0  # `sync @all` barriers passed in program text (the segments that order tasks of other clusters)
 
     @property
     def name(self) -> str:
@@ -192,6 +196,7 @@ class _Walker:
         self.allocs: list = []
         self.items: list = []
         self.seg = 0
+        self.aseg = 0
         self.phase = 0
         self.family = "gpu"
 
@@ -205,7 +210,7 @@ class _Walker:
 
     def emit(self, s, kind, accesses, vars, conds, path, sloops) -> None:
         ins = Instr(len(self.instrs), s, kind, tuple(vars), tuple(conds), tuple(path), tuple(accesses),
-                    self.seg, tuple(sloops), self.phase)
+                    self.seg, tuple(sloops), self.phase, self.aseg)
         self.instrs.append(ins)
         self.items.append((tuple(path), ins))
 
@@ -216,9 +221,9 @@ class _Walker:
             self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops)
         elif isinstance(s, ir.For):
             lv = LoopVar(s.var, s.lo, s.hi, s.step, None, s)
-            sl = SyncLoop(s.var, s.step, self.seg)
+            sl = SyncLoop(s.var, s.step, self.seg, afirst=self.aseg)
             self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops + [sl])
-            sl.last = self.seg
+            sl.last, sl.alast = self.seg, self.aseg
         elif isinstance(s, ir.If):
             self.walk(s.then, vars, conds + [s.cond], path + [(s, "then")], sloops)
             neg = ir.UnOp("not", s.cond, loc=s.cond.loc)
@@ -255,6 +260,8 @@ class _Walker:
             self.emit(s, "sync", [], vars, conds, path, sloops)
             if s.level in BARRIER_LEVELS or s.level == ir.ParLevel.all:   # (all tasks wait: a cluster's too)
                 self.seg += 1
+            if s.level == ir.ParLevel.all:
+                self.aseg += 1
             if s.level == ir.ParLevel.all and not sloops and not conds:
                 self.phase += 1
 

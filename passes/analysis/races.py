@@ -49,19 +49,23 @@ def _any(parts) -> str:
     return "(" + " or ".join(parts) + ")" if parts else "(1 = 0)"
 
 
-def _same_interval(a, b, n1, n2) -> str:
-    """Both instances lie between the same two barriers (see access.SyncLoop)."""
-    common = [sl for sl in a.sync_loops if any(sl is s for s in b.sync_loops)]
+def _same_interval(a, b, n1, n2, tasks: bool = False) -> str:
+    """Both instances lie between the same two barriers (see access.SyncLoop); `tasks`: the same two barriers of
+    all tasks (`sync @all`, which orders the tasks of other clusters too)."""
+    seg, first, last = ("aseg", "afirst", "alast") if tasks else ("seg", "first", "last")
+    sa, sb = getattr(a, seg), getattr(b, seg)
+    common = [sl for sl in a.sync_loops if any(sl is s for s in b.sync_loops) and
+              getattr(sl, last) > getattr(sl, first)]
 
     def eq(sls):
         return [f"{n1[s.var]} = {n2[s.var]}" for s in sls]
-    opts = [_all(eq(common))] if a.seg == b.seg else []
+    opts = [_all(eq(common))] if sa == sb else []
     if common:
-        last, outer = common[-1], common[:-1]
-        if a.seg == last.last and b.seg == last.first:
-            opts.append(_all(eq(outer) + [f"{n2[last.var]} = {n1[last.var]} + {last.step}"]))
-        if b.seg == last.last and a.seg == last.first:
-            opts.append(_all(eq(outer) + [f"{n1[last.var]} = {n2[last.var]} + {last.step}"]))
+        lp, outer = common[-1], common[:-1]
+        if sa == getattr(lp, last) and sb == getattr(lp, first):
+            opts.append(_all(eq(outer) + [f"{n2[lp.var]} = {n1[lp.var]} + {lp.step}"]))
+        if sb == getattr(lp, last) and sa == getattr(lp, first):
+            opts.append(_all(eq(outer) + [f"{n1[lp.var]} = {n2[lp.var]} + {lp.step}"]))
     return _any(opts)
 
 
@@ -97,7 +101,9 @@ def _race(ki, params, a, x, b, y) -> CheckDiagnostic | None:
     same_outer = _all([f"{n1[p]} = {n2[q]}" for p, q in zip(*outer)])
     diff_inner = _any([f"{n1[p]} != {n2[q]}" for p, q in zip(*inner)])
     local = _all([same_outer, diff_inner, _same_interval(a, b, n1, n2)])
-    cons.append(f"((not {same_outer}) or {local})" if x.buf.level.off_chip else local)
+    # off chip, tasks of other clusters (blocks) race unless a barrier of all tasks lies between them
+    others = _all([f"(not {same_outer})", _same_interval(a, b, n1, n2, tasks=True)])
+    cons.append(f"({others} or {local})" if x.buf.level.off_chip else local)
     dims = list(n1.values()) + list(n2.values()) + e1 + e2
     try:
         pairs = ih.make_set(ki.params, "R", dims, cons).intersect_params(params)

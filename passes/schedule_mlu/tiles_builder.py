@@ -245,16 +245,17 @@ def _prod(xs) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ units
-def _unit_loop(var: str, units: int, tasks: int, offset: int, body_of, task: str | None = "task_") -> list:
+def _unit_loop(var: str, units: int, tasks: int, offset: int, body_of, task: str | ir.Expr | None = "task_") -> list:
     """A loop over this core's units among `units` (cyclic, continuing after `offset` units assigned before):
-    `body_of(unit_expr)` gives its body. `task`: the variable numbering the `tasks` workers (a cluster's `cl_`
-    when a unit is shared by the cores of a cluster; None: every core walks every unit)."""
+    `body_of(unit_expr)` gives its body. `task`: the variable (or expression) numbering the `tasks` workers (a
+    cluster's `cl_` when a unit is shared by the cores of a cluster; None: every core walks every unit)."""
     if units <= 0:
         return []
     if task is None:
         return [ir.For(var, B.c(0), B.c(units), tuple(body_of(B.v(var))))]
     off = offset % tasks
-    core = B.v(task) if off == 0 else ir.BinOp("%", B.add(B.v(task), tasks - off), B.c(tasks))
+    task = B.v(task) if isinstance(task, str) else task
+    core = task if off == 0 else ir.BinOp("%", B.add(task, tasks - off), B.c(tasks))
     unit = B.add(B.mul(B.v(var), tasks), core)
     trips = ir.BinOp("//", B.add(ir.BinOp("-", B.c(units), core), tasks - 1), B.c(tasks))
     return [ir.For(var, B.c(0), trips, tuple(body_of(unit)))]

@@ -248,11 +248,13 @@ def _balanced(t: Tiles, clusters: int) -> list[int]:
 
 def _combine_s(t: Tiles, grid: bool = False) -> float:
     """Seconds of a shared slab's cross-core combines per unit: per pass that finishes statistics over T, two
-    cluster barriers and four SRAM copies (their latency); `grid`: two barriers of all cores and two GDRAM DMAs."""
+    cluster barriers and four SRAM copies (their latency); `grid`: then two barriers of all cores, two GDRAM DMAs
+    and an SRAM copy (tiles_cluster.Combine)."""
     lv, _ = levels(t)
     m = MLU370
-    each = 2 * m.sync_all_cycles + 2 * m.gdram_latency_cycles if grid else \
-        2 * m.sync_cluster_cycles + 4 * m.sram_latency_cycles
+    each = 2 * m.sync_cluster_cycles + 4 * m.sram_latency_cycles
+    if grid:
+        each += 2 * m.sync_all_cycles + 2 * m.gdram_latency_cycles + m.sram_latency_cycles
     return len({lv[op.dst.name] for op in t.ops if op.fn in TRED}) * each / m.clock_hz
 
 

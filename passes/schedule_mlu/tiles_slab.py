@@ -15,7 +15,7 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, SCAL, Op, Tiles, Val, _has
 from gir.passes.schedule_mlu.longrows import ONLINE_MAX_START
-from gir.passes.schedule_mlu.tiles_cluster import CORE, Combine, cluster_kernel, shared_rows, sub_tiles
+from gir.passes.schedule_mlu.tiles_cluster import CORE, CORES, Combine, cluster_kernel, shared_rows, sub_tiles
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
                                                    _kernel, _prod, _unit_loop, decode_loops, op_value, region,
                                                    rounding_tile)
@@ -61,7 +61,8 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     S, W, nt = plan.R, plan.W, kb.nt
     cores = plan.parts   # > 1: the cores of a cluster (all cores: `grid`) share a unit's slab (tiles_cluster.py)
     grid = cores == tasks
-    cvar = "task_" if grid else CORE   # the variable numbering the cores sharing a unit
+    # the number of a core among those sharing a unit (grid: the task's, cl_ * cores + co_)
+    cvar = B.add(B.mul(B.v("cl_"), CORES), B.v(CORE)) if grid else B.v(CORE)
     lv, online = levels(t)
     core_moves, core_comps, core = _core_part(kb)
     # ops whose values are needed (the online sum recomputes its operand in the pass of the max)
@@ -291,7 +292,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
                 c, m = kb.store(n, idx, B.c(0), S, l0, nw)
                 stores += c + m
         if cores > 1 and stores:   # every core of the cluster holds the combined values: one stores them
-            stores = [ir.If(ir.BinOp("==", B.v(cvar), B.c(0)), tuple(stores), ())]
+            stores = [ir.If(ir.BinOp("==", cvar, B.c(0)), tuple(stores), ())]
         return out + stores
 
     radix = [(a, t.axes.ext[a]) for a in t.units]
@@ -306,12 +307,10 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     if wl:
         loops += _unit_loop("iu_", nu, workers, nu * cm, lambda u: decode_loops(
             kb, u, radix, lambda idx: unit(idx, B.c(cm * W), wl)), task)
-    if grid:
-        return list(comb.exchange.values()) + [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps +
-                                                   loops, plan.dense)]
+    body = core_moves + core_comps + loops
     if cores > 1:
-        return [cluster_kernel(name, tasks, cores, list(comb.exchange.values()), list(bufs.allocs.values()),
-                               core_moves + core_comps + loops, plan.dense)]
+        return list(comb.exchange.values()) + [cluster_kernel(name, tasks, min(cores, CORES), list(comb.sram.values()),
+                                                              list(bufs.allocs.values()), body, plan.dense)]
     return [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps + loops, plan.dense)]
 
 

@@ -223,6 +223,55 @@ def test_sync_all_inside_a_loop_separates_the_tasks():
         assert "part" in ds[0].message
 
 
+CLUSTER_ALL_RACE = """
+func f(x: f32[U, 32]) -> (y: f32[U]) {
+  alloc part: f32[8] @gdram
+  kernel k with task_dim=32 {
+    parallel cl_ in 0..8 @cluster {
+      alloc sx: f32[4] @sram
+      parallel co_ in 0..4 @core {
+        alloc v: f32[1] @nram
+        alloc a: f32[8] @nram
+        alloc s: f32[1] @nram
+        for u in 0..U {
+          load v[0:1] <- x[u, cl_ * 4 + co_:cl_ * 4 + co_ + 1]
+          copy sx[co_:co_ + 1] <- v[0:1]
+          sync @cluster
+          copy a[0:4] <- sx[0:4]
+          sync @cluster
+          s[0:1] = sum(a[0:4], axis=0)
+          if co_ == 0 {
+            store part[cl_:cl_ + 1] <- s[0:1]
+          }
+          SYNC1
+          load a[0:8] <- part[0:8]
+          SYNC2
+          s[0:1] = sum(a[0:8], axis=0)
+          if cl_ * 4 + co_ == 0 {
+            store y[u:u + 1] <- s[0:1]
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_sync_all_inside_a_loop_orders_the_clusters():
+    """The two-level combine of a slab every core shares (tiles_cluster.Combine): partials through SRAM within a
+    cluster, then one GDRAM row per cluster between two `sync @all` in the unit loop. A cluster barrier does not
+    order the clusters' GDRAM accesses; `sync @all` does, in the loop's interval structure (consecutive
+    iterations too)."""
+    def kernel(first: str, second: str):
+        src = CLUSTER_ALL_RACE.replace("SYNC1", first).replace("SYNC2", second)
+        return errors(load_text(src), target="mlu", sizes={"U": 5})
+    assert kernel("sync @all", "sync @all") == []
+    for first, second in (("sync @cluster", "sync @all"), ("sync @all", "sync @cluster"), ("", "sync @all")):
+        ds = only(kernel(first, second), "race")
+        assert "part" in ds[0].message, (first, second)
+
+
 def test_sync_all_under_a_task_condition_is_a_divergent_barrier():
     """A `sync @all` that only some tasks reach is reported (not trusted as a barrier by the race check)."""
     src = ALL_RACE.replace("SYNC1", "if task_ < 16 {\n sync @all\n }").replace("SYNC2", "sync @all")

@@ -132,7 +132,10 @@ def _grid(e: ir.Func) -> bool:
                                                      ({"N": 4096, "C": 1025}, 1.53, 2.969, _shared),
                                                      ({"N": 65521, "C": 64}, 1.30, 2.941, _grid),
                                                      ({"N": 131071, "C": 32}, 1.30, 3.238, _grid),
-                                                     ({"N": 8192, "C": 32}, 2.5, 4.168, _grid)])
+                                                     ({"N": 8192, "C": 32}, 2.5, 4.168, _grid),
+                                                     # one 1,024-lane unit: the two-level combine (its partials
+                                                     # were 25% of the bytes through GDRAM; 1.521x before it)
+                                                     ({"N": 8191, "C": 1023}, 1.36, 1.521, _grid)])
 def test_time_of_the_column_softmax(sizes, bound, before, kind):
     """The plan the planner picks; narrow columns (every core shares a unit): before, the statistics went through
     GDRAM in other recipes (five kernels, x read three times)."""
@@ -188,3 +191,18 @@ def random_program(seed: int) -> tuple[str, dict]:
 def test_random_statistics_programs_with_the_shared_slab(shared_first, seed):
     src, sizes = random_program(seed)
     _check(parse_text(src).funcs[0], sizes, seed)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_statistics_programs_with_the_grid_slab(grid_first, seed):
+    """The slab every core shares, its partials combined in two levels (SRAM within a cluster, then one GDRAM
+    row per cluster: tiles_cluster.Combine), on the random statistics programs at sizes with few units and
+    enough rows for every core (static checks included: the race check sees the `sync @all` order the
+    clusters)."""
+    src, sizes = random_program(100 + seed)
+    rng = np.random.default_rng(seed)
+    sizes.update(N=int(rng.integers(1024, 2600)), C=int(rng.integers(17, 260)))
+    if "B" in sizes:
+        sizes["B"] = 1
+    e = _check(parse_text(src).funcs[0], sizes, seed)
+    assert _grid(e), src
