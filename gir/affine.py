@@ -4,6 +4,7 @@ Used to check constant slice lengths and to build isl/z3 access relations.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from gir import ir
@@ -66,6 +67,7 @@ def to_affine(e: ir.Expr) -> Affine | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)   # (pure, on frozen expressions: the traffic count asks per lane and element)
 def slice_extent(start: ir.Expr, stop: ir.Expr) -> int | None:
     """stop - start when it is a constant, else None. Quotients, remainders and calls (min, max, cdiv) are opaque
     terms that cancel when both ends hold them alike (`(T - 1) * 8 .. (T - 1) * 8 + 8` with T = (N + 31) // 32:

@@ -122,7 +122,7 @@ def size_params(params, sizes: dict[str, int] | None) -> isl.Set:
     """The parameter set: every size >= 1, fixed where `sizes` gives a value."""
     cons = [f"{p} >= 1" for p in params]
     cons += [f"{p} = {sizes[p]}" for p in params if sizes and p in sizes]
-    return isl.Set(f"{params_prefix(params)}{{ : {' and '.join(cons) if cons else '1 = 1'} }}")
+    return _read(isl.Set, f"{params_prefix(params)}{{ : {' and '.join(cons) if cons else '1 = 1'} }}")
 
 
 def count(obj: isl.Set | isl.Map, params, sizes: dict[str, int] | None) -> int:
