@@ -136,12 +136,12 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
     # the bytes: 1; a tail of units -- 20 tasks with 3, 12 with 2 -- 28: the tasks with more units get more
     # bandwidth once the others are done); the second times every task at that share (not needed when the
     # first walk's share, all tasks, was right)
-    movers, memo = n, {}
+    movers, memo, names = n, {}, ({}, {}, [])
     for _ in range(2):
         share = movers
         rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / share)
         walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units",
-                         dict(k.attrs).get("layout") == "dense", memo)
+                         dict(k.attrs).get("layout") == "dense", memo, names)
         costs = []
         for env, body in tasks:
             c = TaskCost()
@@ -196,16 +196,16 @@ def _tasks(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
 
 class _Walker:
     def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool,
-                 memo: dict | None = None):
+                 memo: dict | None = None, names: tuple | None = None):
         # through: a `pipeline=units` kernel, whose work-unit loop is pipelined through the one-trip loops that
         # decode a unit's indices (swpipe.py)
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
         self.env: dict = {}
-        self.memo: dict = {}
-        self.leaf_vars: dict = {}
         self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks
-        self.keep: list = []
+        # the index variables of loops and leaves, by statement id, and the statements they name (kept alive: ids
+        # stay unique); shared by a kernel's two walks too
+        self.memo, self.leaf_vars, self.keep = names if names is not None else ({}, {}, [])
 
     def block(self, body, env: dict, c: TaskCost) -> None:
         for s in body:
