@@ -67,8 +67,20 @@ def to_affine(e: ir.Expr) -> Affine | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)   # (pure, on frozen expressions: the traffic count asks per lane and element)
 def slice_extent(start: ir.Expr, stop: ir.Expr) -> int | None:
+    """stop - start when it is a constant, else None (memoized: the traffic count asks per lane and element). The
+    key holds the types of the constants too: Const(0) == Const(0.0) == Const(False), but only the int is an
+    index (a review found `v[0.0:4.0]` cached as no constant length, so a later `v[0:4]` failed verification)."""
+    return _slice_extent(start, stop, _const_types(start), _const_types(stop))
+
+
+def _const_types(e: ir.Expr) -> tuple:
+    from gir.walk import walk
+    return tuple(type(x.value) for x in walk(e) if isinstance(x, ir.Const))
+
+
+@functools.lru_cache(maxsize=4096)
+def _slice_extent(start: ir.Expr, stop: ir.Expr, *types) -> int | None:
     """stop - start when it is a constant, else None. Quotients, remainders and calls (min, max, cdiv) are opaque
     terms that cancel when both ends hold them alike (`(T - 1) * 8 .. (T - 1) * 8 + 8` with T = (N + 31) // 32:
     the last iteration of a software pipeline, passes/schedule_mlu/swpipe.py)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from gir import ir
-from gir.affine import free_vars
+from gir.affine import free_vars, to_affine
 from gir.chain import per_thread
 from gir.errors import GirError
 from gir.verify_kernel import Buffer
@@ -54,6 +54,8 @@ class SyncLoop:
     last: int = -1
     afirst: int = 0
     alast: int = -1
+    sure: bool = False   # constant bounds, at least one trip: every task runs its iterations, the same ones
+    one: bool = False    # exactly one trip (a work unit's decoding loop): no wrap from its last iteration to its first
 
 
 @dataclass
@@ -221,7 +223,9 @@ class _Walker:
             self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops)
         elif isinstance(s, ir.For):
             lv = LoopVar(s.var, s.lo, s.hi, s.step, None, s)
-            sl = SyncLoop(s.var, s.step, self.seg, afirst=self.aseg)
+            d = to_affine(ir.BinOp("-", s.hi, s.lo))
+            sl = SyncLoop(s.var, s.step, self.seg, afirst=self.aseg, sure=_sure_trips(s, vars, sloops),
+                          one=d is not None and d.is_const and 1 <= d.const <= s.step)
             self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops + [sl])
             sl.last, sl.alast = self.seg, self.aseg
         elif isinstance(s, ir.If):
@@ -260,10 +264,23 @@ class _Walker:
             self.emit(s, "sync", [], vars, conds, path, sloops)
             if s.level in BARRIER_LEVELS or s.level == ir.ParLevel.all:   # (all tasks wait: a cluster's too)
                 self.seg += 1
-            if s.level == ir.ParLevel.all:
+            if s.level == ir.ParLevel.all and not conds and all(sl.sure for sl in sloops):
+                # (ordering other clusters' GDRAM accesses: only a barrier every task surely passes, the same
+                # number of times -- not one under a condition, nor in a loop that may run no trip or whose
+                # bounds depend on the task)
                 self.aseg += 1
             if s.level == ir.ParLevel.all and not sloops and not conds:
                 self.phase += 1
+
+
+def _sure_trips(s: ir.For, vars, sloops) -> bool:
+    """Whether every task runs the loop's iterations, at least one, the same ones: bounds of sizes, constants and
+    the variables of enclosing loops that are sure themselves (a work unit's one-trip decoding loop inside the
+    unit loop), no task variable; hi - lo at least 1 for every size >= 1."""
+    if (free_vars(s.lo) | free_vars(s.hi)) & ({v.name for v in vars} - {sl.var for sl in sloops if sl.sure}):
+        return False
+    d = to_affine(ir.BinOp("-", s.hi, s.lo))
+    return d is not None and all(c >= 0 for c in d.coeffs.values()) and d.const + sum(d.coeffs.values()) >= 1
 
 
 def collect(func: ir.Func, kernel: ir.Kernel) -> KernelInfo:

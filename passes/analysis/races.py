@@ -51,11 +51,19 @@ def _any(parts) -> str:
 
 def _same_interval(a, b, n1, n2, tasks: bool = False) -> str:
     """Both instances lie between the same two barriers (see access.SyncLoop); `tasks`: the same two barriers of
-    all tasks (`sync @all`, which orders the tasks of other clusters too)."""
+    all tasks (`sync @all`, which orders the tasks of other clusters too: counted only where every task surely
+    passes it, access.py)."""
     seg, first, last = ("aseg", "afirst", "alast") if tasks else ("seg", "first", "last")
     sa, sb = getattr(a, seg), getattr(b, seg)
     common = [sl for sl in a.sync_loops if any(sl is s for s in b.sync_loops) and
               getattr(sl, last) > getattr(sl, first)]
+
+    if tasks:   # (a one-trip loop's variable follows the loops around it: no iterations of its own)
+        common = [sl for sl in common if not sl.one]
+        if len(common) > 1:
+            # (nested loops of barriers: consecutive iterations of an outer one, an inner one wrapping from its
+            # last to its first, are not modelled -- not ordered)
+            return "(1 = 1)"
 
     def eq(sls):
         return [f"{n1[s.var]} = {n2[s.var]}" for s in sls]

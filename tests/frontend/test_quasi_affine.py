@@ -84,3 +84,20 @@ def test_non_affine_guard_is_ignored():
     assert np.array_equal(np.asarray(out["y"]), [[1, 1, 1], [1, 1, 0]])
     with pytest.raises(GirError, match="out of bounds"):
         _func("func f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = select(i * N < 3, x[i + N], 0.0)\n}\n")
+
+
+def test_slice_extent_memo_keeps_constant_types_apart():
+    """slice_extent is memoized; Const(0) == Const(0.0) == Const(False) (and hash alike), but only integers are
+    index constants: whichever comes first, a float or bool bound has no constant length and an int one has. In
+    one process, a kernel slicing `v[0.0:4.0]` made a later, valid `v[0:4]` fail verification."""
+    from gir import ir
+    from gir.affine import slice_extent
+    want = {"float": None, "int": 4, "bool": None}
+    bounds = {"float": (0.0, 4.0), "int": (0, 4), "bool": (False, 4)}   # (equal tuples: keyed by name)
+    for first in want:
+        for kind in [first] + [k for k in want if k != first]:
+            a, b = bounds[kind]
+            assert slice_extent(ir.Const(a), ir.Const(b)) == want[kind], (first, kind)
+    n = ir.Var("N")
+    assert slice_extent(ir.BinOp("+", n, ir.Const(1.0)), ir.BinOp("+", n, ir.Const(5))) is None
+    assert slice_extent(ir.BinOp("+", n, ir.Const(1)), ir.BinOp("+", n, ir.Const(5))) == 4
