@@ -54,7 +54,7 @@ class SyncLoop:
     last: int = -1
     afirst: int = 0
     alast: int = -1
-    sure: bool = False   # constant bounds, at least one trip: every task runs its iterations, the same ones
+    sure: bool = False   # every task runs its iterations, at least one, the same ones (`_sure_trips`)
     one: bool = False    # exactly one trip (a work unit's decoding loop): no wrap from its last iteration to its first
 
 
@@ -223,7 +223,7 @@ class _Walker:
             self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops)
         elif isinstance(s, ir.For):
             lv = LoopVar(s.var, s.lo, s.hi, s.step, None, s)
-            d = to_affine(ir.BinOp("-", s.hi, s.lo))
+            d = _extent(s)
             sl = SyncLoop(s.var, s.step, self.seg, afirst=self.aseg, sure=_sure_trips(s, vars, sloops),
                           one=d is not None and d.is_const and 1 <= d.const <= s.step)
             self.walk(s.body, vars + [lv], conds, path + [(s, "body")], sloops + [sl])
@@ -273,13 +273,18 @@ class _Walker:
                 self.phase += 1
 
 
+def _extent(s: ir.For):
+    """hi - lo of a loop as an affine form (None if not affine)."""
+    return to_affine(ir.BinOp("-", s.hi, s.lo))
+
+
 def _sure_trips(s: ir.For, vars, sloops) -> bool:
     """Whether every task runs the loop's iterations, at least one, the same ones: bounds of sizes, constants and
     the variables of enclosing loops that are sure themselves (a work unit's one-trip decoding loop inside the
     unit loop), no task variable; hi - lo at least 1 for every size >= 1."""
     if (free_vars(s.lo) | free_vars(s.hi)) & ({v.name for v in vars} - {sl.var for sl in sloops if sl.sure}):
         return False
-    d = to_affine(ir.BinOp("-", s.hi, s.lo))
+    d = _extent(s)
     return d is not None and all(c >= 0 for c in d.coeffs.values()) and d.const + sum(d.coeffs.values()) >= 1
 
 

@@ -70,9 +70,10 @@ class Combine:
     """The cross-core combine of partial statistics (per statistic an exchange tile and an NRAM tile of partials):
     the cores of a cluster through SRAM (`sync @cluster`); with `grid` (every core of the kernel shares a unit),
     then the clusters' values through a GDRAM array of one row per cluster (a function-level temporary named after
-    the kernel) that each cluster's core 0 stores, and loads whole into SRAM for its cores (`sync @all` around):
-    GDRAM moves 2 x clusters rows per cluster instead of cores^2 rows (a column softmax at 4,095^2 read 34.6 MB of
-    partials, a quarter of its compulsory bytes)."""
+    the kernel): each cluster's core 0 stores its row, `sync @all`, the cluster's cores load the rows into SRAM (a
+    share each), `sync @all`. A cluster moves 1 + clusters rows through GDRAM per combine, where every core read
+    all cores' rows before (a column softmax at 4,095^2 read 34.6 MB of partials, a quarter of its compulsory
+    bytes)."""
 
     def __init__(self, bufs, cores: int, W: int, grid: str | None = None):
         self.bufs, self.W, self.grid = bufs, max(2, W), grid
