@@ -52,28 +52,30 @@ def _any(parts) -> str:
 def _same_interval(a, b, n1, n2, tasks: bool = False) -> str:
     """Both instances lie between the same two barriers (see access.SyncLoop); `tasks`: the same two barriers of
     all tasks (`sync @all`, which orders the tasks of other clusters too: counted only where every task surely
-    passes it, access.py)."""
+    passes it, access.py). In nested loops of barriers, the first in an iteration of loop L after the last
+    barrier of L's body and at the last iteration of every loop of barriers inside L, the second in L's next
+    iteration before the first barrier and at the first iteration of those loops, share an interval too."""
     seg, first, last = ("aseg", "afirst", "alast") if tasks else ("seg", "first", "last")
     sa, sb = getattr(a, seg), getattr(b, seg)
+    # (a one-trip loop's variable follows the loops around it: no iterations of its own)
     common = [sl for sl in a.sync_loops if any(sl is s for s in b.sync_loops) and
-              getattr(sl, last) > getattr(sl, first)]
-
-    if tasks:   # (a one-trip loop's variable follows the loops around it: no iterations of its own)
-        common = [sl for sl in common if not sl.one]
-        if len(common) > 1:
-            # (nested loops of barriers: consecutive iterations of an outer one, an inner one wrapping from its
-            # last to its first, are not modelled -- not ordered)
-            return "(1 = 1)"
+              getattr(sl, last) > getattr(sl, first) and not sl.one]
 
     def eq(sls):
         return [f"{n1[s.var]} = {n2[s.var]}" for s in sls]
+
+    def at(x, nx, sl, end: bool) -> str:   # x's instance at the last (end) or first iteration of loop sl
+        lv = next(v for v in x.vars if v.name == sl.var and v.level is None)
+        if end:
+            return f"{nx[sl.var]} + {sl.step} >= {ih.expr(lv.hi, nx)}"
+        return f"{nx[sl.var]} = {ih.expr(lv.lo, nx)}"
     opts = [_all(eq(common))] if sa == sb else []
-    if common:
-        lp, outer = common[-1], common[:-1]
-        if sa == getattr(lp, last) and sb == getattr(lp, first):
-            opts.append(_all(eq(outer) + [f"{n2[lp.var]} = {n1[lp.var]} + {lp.step}"]))
-        if sb == getattr(lp, last) and sa == getattr(lp, first):
-            opts.append(_all(eq(outer) + [f"{n1[lp.var]} = {n2[lp.var]} + {lp.step}"]))
+    for j, lp in enumerate(common):
+        for x, nx, sx, y, ny, sy in ((a, n1, sa, b, n2, sb), (b, n2, sb, a, n1, sa)):   # x, then y
+            if sx == getattr(lp, last) and sy == getattr(lp, first):
+                inner = [at(x, nx, sl, True) for sl in common[j + 1:]] + \
+                    [at(y, ny, sl, False) for sl in common[j + 1:]]
+                opts.append(_all(eq(common[:j]) + [f"{ny[lp.var]} = {nx[lp.var]} + {lp.step}"] + inner))
     return _any(opts)
 
 
@@ -82,10 +84,7 @@ def _may_share_interval(a, b) -> bool:
     if a.seg == b.seg:
         return True
     common = [sl for sl in a.sync_loops if any(sl is s for s in b.sync_loops)]
-    if not common:
-        return False
-    last = common[-1]
-    return (a.seg == last.last and b.seg == last.first) or (b.seg == last.last and a.seg == last.first)
+    return any((a.seg == sl.last and b.seg == sl.first) or (b.seg == sl.last and a.seg == sl.first) for sl in common)
 
 
 def _race(ki, params, a, x, b, y) -> CheckDiagnostic | None:

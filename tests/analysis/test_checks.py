@@ -313,6 +313,46 @@ def test_sync_all_that_not_every_task_surely_passes_orders_no_clusters(body, siz
     assert ds and "part" in ds[0].message, [d.format() for d in errors(load_text(src), target="mlu", sizes=sizes)]
 
 
+NESTED_SRAM = """
+func f(x: f32[5, 32]) -> (y: f32[32]) {
+  kernel k with task_dim=32 {
+    parallel cl_ in 0..8 @cluster {
+      alloc sx: f32[4] @sram
+      parallel co_ in 0..4 @core {
+        alloc v: f32[1] @nram
+        alloc a: f32[4] @nram
+        for u in 0..5 {
+          for w in 0..4 {
+            load v[0:1] <- x[u, cl_ * 4 + co_:cl_ * 4 + co_ + 1]
+            if w == 0 {
+              copy sx[co_:co_ + 1] <- v[0:1]
+            }
+            sync @cluster
+            if w == 3 {
+              copy a[0:4] <- sx[0:4]
+            }
+            EXTRA
+          }
+        }
+        store y[cl_ * 4 + co_:cl_ * 4 + co_ + 1] <- a[0:1]
+      }
+    }
+  }
+}
+"""
+
+
+def test_nested_loops_of_barriers_wrap_into_the_outer_loops_next_iteration():
+    """On chip: the read of (u, w = 3) after the inner loop's barrier and the write of (u + 1, w = 0) before it
+    have no barrier between them (the inner loop's last iteration wraps into the outer loop's next, at the inner
+    loop's first): a race the interval model missed when it wrapped only the innermost loop. A second barrier
+    after the read orders them."""
+    ds = [d for d in errors(load_text(NESTED_SRAM.replace("EXTRA", "")), target="mlu") if d.check == "race"]
+    assert ds and "sx" in ds[0].message, [d.format() for d in ds]
+    assert [d for d in errors(load_text(NESTED_SRAM.replace("EXTRA", "sync @cluster")), target="mlu")
+            if d.check == "race"] == []
+
+
 def test_sync_all_under_a_task_condition_is_a_divergent_barrier():
     """A `sync @all` that only some tasks reach is reported (not trusted as a barrier by the race check)."""
     src = ALL_RACE.replace("SYNC1", "if task_ < 16 {\n sync @all\n }").replace("SYNC2", "sync @all")
