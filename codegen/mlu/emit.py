@@ -27,6 +27,7 @@ from gir.codegen.mlu.cexpr import ScalarExpr, index_ast
 from gir.codegen.mlu.fuse import fuse_stmts
 from gir.codegen.mlu.movedims import reshaped_dims
 from gir.codegen.mlu.instr import add, assign, call, f32, is_zero, mask_loop, mul
+from gir.passes.schedule_mlu.staging import stage_func
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
 from gir.walk import map_expr
 from gir.codegen.mlu.vecops import COL, CONST, FULL, IDENT, ROW, SCALAR, Opd, VecEmitter
@@ -76,11 +77,11 @@ class _Buf:
 
 
 def emit_func(func: ir.Func, pipeline: bool = True, fuse: bool = True) -> list[MluKernelSource]:
-    """``pipeline``: run the software-pipeline pass first (a no-op on kernels it already pipelined); ``fuse``:
-    merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
+    """``pipeline``: run the software-pipeline and dense-staging passes first (no-ops on kernels they already
+    rewrote); ``fuse``: merge multiply and add/sub vector ops into `__bang_fusion` (codegen/mlu/fuse.py)."""
     from gir.passes.analysis.limits import mlu_index_overflow
     if pipeline:
-        func = pipeline_func(func)
+        func = stage_func(pipeline_func(func))
     gbufs = {}
     for p in func.params + func.results:
         if any(isinstance(d, str) for d in p.type.shape):

@@ -8,6 +8,7 @@
     promote          memory level per kept value, z3 Optimize               (promote.py)
     schedule         the search: decision records, recipes, cost, checks   (search/; the MLU's: search/mlu.py)
     software-pipeline  (mlu-sim) async load / compute / store in 2-3 tile slots (schedule_mlu/swpipe.py)
+    dense-staging    (mlu-sim) padded tiles moved to contiguous GDRAM runs in one segment (schedule_mlu/staging.py)
 
 `default_pipeline_text(target, sizes)` is the text `gir compile` runs (for cuda, hip, sim and mlu-sim alike);
 `lower_module` runs it from Python.
@@ -21,7 +22,7 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
     """The default compile pipeline of a target, as text (`gir passes --default --target T`). Every target runs
     the same passes; on mlu-sim (alias mlu) promote plans with the MLU's capacities (passes/machines/mlu370.json)
     and schedule's recipes are the MLU strategies (search/mlu.py), which need every size in `sizes`; the MLU's
-    pipeline ends with software-pipeline (its kernels' load / compute / store pipelining)."""
+    pipeline ends with software-pipeline (its kernels' load / compute / store pipelining) and dense-staging."""
     from gir.passes.builtin.hoist import HoistReductions
     from gir.passes.builtin.delinear import Delinearize
     from gir.passes.builtin.squeeze import SqueezeUnitAxes
@@ -40,8 +41,9 @@ def default_pipeline_text(target: str = "cuda", sizes: dict[str, int] | None = N
               Promote(target=target, machine=machine, sizes=hints),
               Schedule(target=target, sizes=hints, machine=machine, check=check))
     if is_mlu(target):
+        from gir.passes.schedule_mlu.staging import DenseStaging
         from gir.passes.schedule_mlu.swpipe import SoftwarePipeline
-        passes += (SoftwarePipeline(),)
+        passes += (SoftwarePipeline(), DenseStaging())
     return str(PassPipeline(passes))
 
 

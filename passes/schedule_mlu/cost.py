@@ -125,6 +125,9 @@ def _cached_kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> K
 
 
 def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCost:
+    from gir.passes.schedule_mlu.staging import stage_kernel
+    # the moves the dense-staging pass will stage (it runs after pipelining; its choice does not depend on it)
+    k = stage_kernel(k, {n: t for n, (t, level) in types.items() if level.off_chip}, m)
     tasks: list[tuple[dict, tuple]] = []
     _tasks(k.body, {}, tasks)
     n = max(1, len(tasks))
@@ -348,8 +351,9 @@ class _Walker:
             return
         nbytes = elems * st.dtype.nbytes
         if dlevel.off_chip or slevel.off_chip:
+            chip = s.src if dlevel.off_chip else s.dst
             moved = gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, m.dma_granularity,
-                                 write=dlevel.off_chip)
+                                 write=dlevel.off_chip, run=self._run(chip, env))
             cycles = m.gdram_latency_cycles
             c.gdram += moved
             c.time += moved / self.rate
@@ -359,6 +363,22 @@ class _Walker:
             cycles = m.move_latency_cycles + nbytes / m.bytes_per_cycle(m.nram_move_bandwidth)
         c.io += cycles
         c.time += cycles
+
+    def _run(self, r: ir.Ref, env: dict) -> bool:
+        """Whether the on-chip region `r` is one contiguous run (then a move merges the rows of a GDRAM region
+        that is contiguous too): a 1-D slice of step 1, one row of a tile, or whole rows of an unpadded one."""
+        t = self.types[r.name][0]
+        shape, idx = tuple(t.shape), tuple(r.index)
+        if len(shape) == 3 and idx and not isinstance(idx[0], ir.Slice):   # one slot of a pipelined tile
+            shape, idx = shape[1:], idx[1:]
+        if idx and len(idx) != len(shape) or any(isinstance(i, ir.Slice) and i.step != 1 for i in idx) or \
+                len(shape) > 2:
+            return False
+        lengths = extents(ir.Ref(r.name, idx), ir.TensorType(t.dtype, shape), env)
+        if len(shape) < 2 or L.is_rowvec(shape) or lengths[0] <= 1:
+            return True
+        pitch = shape[-1] if self.dense else L.pitch(shape)
+        return lengths[1] == shape[1] == pitch
 
     def stmt_Assign(self, s: ir.Assign, env, c) -> None:
         t, level = self.types.get(s.target.name, (None, None))

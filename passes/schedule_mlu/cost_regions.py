@@ -9,12 +9,14 @@ from gir import ir
 from gir.affine import eval_int
 
 
-def gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> float:
+def gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool, run: bool = False) -> float:
     """GDRAM bytes a move of the region `r` of an off-chip tensor costs, as the simulator counts them
     (targets/mlu/dma.py): every `gran`-byte granule a contiguous segment touches, plus one granule read again for
     each partially written one. Segments that repeat along a dimension whose byte stride is not a multiple of
     `gran` (rows of 300 f16: 600 bytes) start at varying offsets on the granule grid: the average over those
-    offsets (a segment of 128 bytes touches 2.875 granules on average, not 2)."""
+    offsets (a segment of 128 bytes touches 2.875 granules on average, not 2). `run`: the other side of the move is
+    a contiguous 1-D run, so a region that is contiguous in GDRAM too moves as one segment (the emitter merges
+    its rows; staging.py)."""
     t = types[r.name][0]
     counts = extents(r, t, env)
     nbytes = t.dtype.nbytes
@@ -30,6 +32,21 @@ def gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool) -> fl
     for d in range(k):
         if counts[d] > 1:
             step = math.gcd(step, math.prod(shape[d + 1:]) * nbytes)
+    if run and _contiguous(counts, shape):
+        nseg, size = 1, math.prod(counts) * nbytes
+    return segment_bytes(nseg, size, step, gran, write)
+
+
+def _contiguous(counts: list, shape: list) -> bool:
+    """Whether a region of these per-dimension counts is one contiguous run of a row-major tensor of `shape`."""
+    outer = next((d for d, n in enumerate(counts) if n > 1), len(counts))
+    return all(counts[d] == shape[d] for d in range(outer + 1, len(shape)))
+
+
+def segment_bytes(nseg: int, size: int, step: int, gran: int, write: bool) -> float:
+    """GDRAM bytes of `nseg` segments of `size` bytes whose starts fall on a grid of `step` bytes (a divisor of
+    `gran`), averaged over the offsets on the granule grid: the granules each touches, plus (`write`) one read
+    again per partially written granule."""
     offsets = range(0, gran, step)
     touched = sum(-(-(o + size) // gran) for o in offsets) / len(offsets)
     extra = 0.0
