@@ -450,9 +450,15 @@ def _reshaping(s: ir.Move, a, b, dst, src) -> bool:
     """An MLU load or store between a run of one @gdram axis and an @nram tile of the same number of elements
     (row-major order; the MLU emitter checks that the tile's region is contiguous): a chunk of a long row seen as
     rows of a tile; or between a contiguous @gdram region and a 1-D @nram run; or an @nram copy packing a
-    region's rows into a 1-D run (or spreading them from one): a transpose's short rows moved as one transfer."""
-    if s.mask or math.prod(a) != math.prod(b):
+    region's rows into a 1-D run (or spreading them from one): a transpose's short rows moved as one transfer.
+    A masked one moves between an @gdram region and a 1-D @nram run: the mask clips the region's outermost sliced
+    dimension and the run to the same prefix (the dense-staging pass's runs; the emitter checks contiguity)."""
+    if math.prod(a) != math.prod(b):
         return False
+    if s.mask:
+        on = b if s.kind == "store" else a
+        return s.kind in ("load", "store") and len(_squeeze(on)) == 1 and \
+            (src if s.kind == "load" else dst).level.off_chip and (dst if s.kind == "load" else src).level == ir.Level.nram
     if s.kind == "copy":   # NRAM rows packed into (or spread from) a 1-D NRAM run of the same count
         return dst.level == src.level == ir.Level.nram and 1 in (len(_squeeze(a)), len(_squeeze(b)))
     off = src if s.kind == "load" else dst

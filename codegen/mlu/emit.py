@@ -25,7 +25,7 @@ from gir.codegen.mlu.printer import CTYPE, MluPrinter
 from gir.errors import GirError
 from gir.codegen.mlu.cexpr import ScalarExpr, index_ast
 from gir.codegen.mlu.fuse import fuse_stmts
-from gir.codegen.mlu.movedims import reshaped_dims
+from gir.codegen.mlu.movedims import masked_run, reshaped_dims
 from gir.codegen.mlu.instr import add, assign, call, f32, is_zero, mask_loop, mul
 from gir.passes.schedule_mlu.staging import stage_func
 from gir.passes.schedule_mlu.swpipe import is_one_trip, pipeline_func, slice_len as _const_len
@@ -282,8 +282,6 @@ class _KernelEmitter:
             raise GirError("moves cannot convert element types", s.loc)
         doff, ddims = self._dims(s.dst)
         soff, sdims = self._dims(s.src)
-        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move (codegen/mlu/movedims.py)
-            ddims, sdims = reshaped_dims(ddims, sdims, bool(s.mask), s.loc)
         esz = L.device_nbytes(db.dtype)
         cnt = None
         if s.mask:
@@ -293,6 +291,16 @@ class _KernelEmitter:
                     raise GirError("masked MLU moves clip only their outermost dimension", s.loc)
             if g:
                 cnt = C.Call("min", (C.Num(g[0][0]), C.Bin("-", C.Num(g[0][2]), g[0][3])))
+        if [d[0] for d in ddims] != [d[0] for d in sdims]:   # a reshaping move (codegen/mlu/movedims.py)
+            if s.mask:   # one segment of the clipped rows (the dense-staging pass's runs)
+                per = masked_run(sdims if sb.level == "gdram" else ddims, ddims if sb.level == "gdram" else sdims,
+                                 s.loc)
+                args = [add(slot.get(s.dst.name, C.Id(s.dst.name)), *doff),
+                        add(slot.get(s.src.name, C.Id(s.src.name)), *soff),
+                        C.Bin("*", cnt, C.Num(per * esz)), C.Id(direction)]
+                self.emit(call("memcpy_async" if s.async_ else "memcpy", *args))
+                return
+            ddims, sdims = reshaped_dims(ddims, sdims, False, s.loc)
         # merge dims contiguous on both sides
         dims = [(d[0], d[1], e[1]) for d, e in zip(ddims, sdims)]
         merged: list[list[int]] = []

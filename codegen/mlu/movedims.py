@@ -22,6 +22,17 @@ def reshaped_dims(ddims: list, sdims: list, masked: bool, loc) -> tuple[list, li
                    "size)", loc)
 
 
+def masked_run(gdims: list, rdims: list, loc) -> int:
+    """A masked reshaping move between a contiguous off-chip region (dims `gdims`) and a 1-D on-chip run (`rdims`)
+    of the same count: the elements per step of the region's outermost sliced dimension, which the mask clips (the
+    run is clipped to the same prefix); a located GirError for any other pair."""
+    n = run_length(gdims)
+    if n is None or len(rdims) > 1 or run_length(rdims) != n or not gdims:
+        raise GirError("a masked move may reshape only between a contiguous off-chip region and a 1-D on-chip run "
+                       "of the same count", loc)
+    return n // gdims[0][0]
+
+
 def run_length(dims: list) -> int | None:
     """The element count of a region whose sliced dims form one contiguous run (None otherwise)."""
     n, stride = 1, 1

@@ -171,7 +171,7 @@ def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int) 
     saves more GDRAM time than its on-core copy costs. The GDRAM rate is a task's share when as many tasks move
     such runs of the tensor at once as the kernel has tasks or the tensor has runs, whichever is fewer (a small
     tensor moved by three tasks is latency-bound: each has its core's whole DMA port)."""
-    if s.kind not in ("load", "store") or s.mask:
+    if s.kind not in ("load", "store") or s.other is not None:
         return False
     tr, gr = _tile_ref(s), _gdram_ref(s)
     t, g = tiles.get(tr.name), gdram.get(gr.name)
@@ -195,7 +195,8 @@ def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int) 
     busy = max(1, min(tasks, -(-math.prod(g.shape) // run)))
     share = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / busy)
     copy = m.move_latency_cycles + run * esz / m.bytes_per_cycle(m.nram_move_bandwidth)
-    return (rowwise - staged) / share > copy
+    copies = 2 if s.mask and s.kind == "load" else 1
+    return (rowwise - staged) / share > copies * copy
 
 
 def contiguous_run(r: ir.Ref, t: ir.TensorType) -> int | None:
@@ -237,7 +238,8 @@ class _Rewrite:
         n = _tile_elems(tr, t)
         run = ir.Ref(self.names[t.dtype], (ir.Slice(ir.Const(0), ir.Const(n)),), loc=tr.loc)
         if s.kind == "load":
-            return [dataclasses.replace(s, dst=run), ir.Move("copy", tr, run, loc=s.loc, async_=s.async_)]
+            keep = [ir.Move("copy", run, tr, loc=s.loc, async_=s.async_)] if s.mask else []
+            return keep + [dataclasses.replace(s, dst=run), ir.Move("copy", tr, run, loc=s.loc, async_=s.async_)]
         return [ir.Move("copy", run, tr, loc=s.loc, async_=s.async_), dataclasses.replace(s, src=run)]
 
 
