@@ -34,6 +34,7 @@ from gir.passes.base import ModulePass, PassContext
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost_regions import segment_bytes
+from gir.walk import walk_stmts
 
 
 @dataclass(frozen=True)
@@ -71,24 +72,34 @@ def gdram_types(func: ir.Func) -> dict:
     return out
 
 
-def stage_kernel(k: ir.Kernel, gdram: dict, machine: MluMachine = MLU370) -> ir.Kernel:
-    """`k` with its stageable moves staged, when the staging runs fit in NRAM beside the kernel's own buffers."""
+def stage_kernel(k: ir.Kernel, gdram: dict, machine: MluMachine = MLU370, pays: bool = True) -> ir.Kernel:
+    """`k` with its stageable moves staged, when the staging runs fit in NRAM beside the kernel's own buffers once
+    pipelined (`k` may be pipelined or not: the cost model stages the scheduled kernels, the pass the pipelined
+    ones). `pays=False` stages every move of the right shape whether or not it saves time (tests: the values of a
+    staged kernel at sizes too small for the rule)."""
+    from gir.passes.schedule_mlu.swpipe import pipeline_kernel
+    from gir.passes.schedule_mlu.tiles_nram import kernel_nram
+    out = _stage(k, gdram, machine, pays)
+    if out is k:
+        return k
+    piped = pipeline_kernel(k)
+    fitted = out if piped is k else _stage(piped, gdram, machine, pays)
+    return out if kernel_nram(fitted) <= machine.nram_bytes else k
+
+
+def _stage(k: ir.Kernel, gdram: dict, m: MluMachine, pays: bool) -> ir.Kernel:
     if dict(k.attrs).get("layout") == "dense":   # (its 2-D tiles are unpadded: the emitter merges their rows)
         return k
     tiles = _nram_tiles(k.body)
-    tasks = int(dict(k.attrs).get("task_dim", machine.clusters * machine.cores_per_cluster))
-    moves = [s for s in _moves(k.body) if _stageable(s, tiles, gdram, machine, tasks)]
+    tasks = int(dict(k.attrs).get("task_dim", m.clusters * m.cores_per_cluster))
+    moves = [s for s in _moves(k.body) if _stageable(s, tiles, gdram, m, tasks, pays)]
     if not moves:
         return k
     runs: dict[ir.DType, int] = {}
     for s in moves:
         t = tiles[_tile_ref(s).name]
         runs[t.dtype] = max(runs.get(t.dtype, 0), _tile_elems(_tile_ref(s), t))
-    from gir.passes.schedule_mlu.tiles_nram import kernel_nram
-    extra = sum(L.round_up(L.round_up(n, L.PITCH) * L.device_nbytes(dt), L.VECTOR_ALIGN) for dt, n in runs.items())
-    if kernel_nram(k) + extra > machine.nram_bytes:
-        return k
-    taken = {a.name for a in tiles.values()} | {n for n in gdram}
+    taken = {a.name for a in walk_stmts(k.body) if isinstance(a, ir.Alloc)} | set(gdram)
     names = {}
     for dt in runs:
         base = f"stg_{dt.value}" if len(runs) > 1 else "stg_"
@@ -98,9 +109,8 @@ def stage_kernel(k: ir.Kernel, gdram: dict, machine: MluMachine = MLU370) -> ir.
             name = f"{base}{i}"
         names[dt] = name
     allocs = tuple(ir.Alloc(names[dt], ir.TensorType(dt, (n,)), ir.Level.nram) for dt, n in runs.items())
-    chosen = {id(s) for s in moves}
-    body = _Rewrite(chosen, tiles, names).block(k.body)
-    return dataclasses.replace(k, body=_insert_allocs(body, allocs, {s.name for s in tiles.values()}))
+    body = _Rewrite({id(s) for s in moves}, tiles, names).block(k.body)
+    return dataclasses.replace(k, body=_insert_allocs(body, allocs, set(tiles)))
 
 
 @dataclass(frozen=True)
@@ -166,7 +176,7 @@ def _length(i) -> int | None:
     return slice_extent(i.start, i.stop)
 
 
-def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int) -> bool:
+def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int, pays: bool = True) -> bool:
     """A load or store between the padded rows of a 2-D NRAM tile and one contiguous GDRAM run, whose staging
     saves more GDRAM time than its on-core copy costs. The GDRAM rate is a task's share when as many tasks move
     such runs of the tensor at once as the kernel has tasks or the tensor has runs, whichever is fewer (a small
@@ -186,6 +196,8 @@ def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int) 
     run = contiguous_run(gr, g)
     if run != rows * cols:
         return False
+    if not pays:
+        return True
     esz = L.device_nbytes(t.dtype)
     gran = m.dma_granularity
     step = math.gcd(gran, cols * esz)   # the grid the rows' starts fall on (rows back to back)

@@ -256,7 +256,9 @@ def test_rows_blocked_short_rows():
     assert pick.strategy == "rows-blocked" and times["rows-blocked"] < times["rows"], times
     text = "\n".join(k.source for k in emit_func(pick.config))
     loops = [ln for ln in text.splitlines() if "for (int r_" in ln and "_all[" in ln]
-    assert text.count("NRAM2NRAM") == 3 and not loops
+    # (the tiles' 28-byte rows move through a dense run too: the dense-staging pass's copies, not counted here)
+    moves = [ln for ln in text.splitlines() if "NRAM2NRAM" in ln and "stg_" not in ln]
+    assert len(moves) == 3 and "stg_" in text and not loops
 
 
 def _moves(stmts):
