@@ -78,13 +78,13 @@ def stage_kernel(k: ir.Kernel, gdram: dict, machine: MluMachine = MLU370, pays: 
     ones). `pays=False` stages every move of the right shape whether or not it saves time (tests: the values of a
     staged kernel at sizes too small for the rule)."""
     from gir.passes.schedule_mlu.swpipe import pipeline_kernel
-    from gir.passes.schedule_mlu.tiles_nram import kernel_nram
+    from gir.passes.schedule_mlu.tiles_nram import pipelined_nram
     out = _stage(k, gdram, machine, pays)
     if out is k:
         return k
     piped = pipeline_kernel(k)
     fitted = out if piped is k else _stage(piped, gdram, machine, pays)
-    return out if kernel_nram(fitted) <= machine.nram_bytes else k
+    return out if pipelined_nram(fitted) <= machine.nram_bytes else k
 
 
 def _stage(k: ir.Kernel, gdram: dict, m: MluMachine, pays: bool) -> ir.Kernel:

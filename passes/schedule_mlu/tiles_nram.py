@@ -31,7 +31,12 @@ def footprint(t, items: list) -> int:
 
 
 def kernel_nram(k: ir.Kernel) -> int:
-    return _Count(pipeline_kernel(k)).total()
+    return pipelined_nram(pipeline_kernel(k))
+
+
+def pipelined_nram(k: ir.Kernel) -> int:
+    """`kernel_nram` of a kernel the software-pipeline pass has already rewritten (not pipelined again)."""
+    return _Count(k).total()
 
 
 class _Count:

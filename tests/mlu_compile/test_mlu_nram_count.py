@@ -17,7 +17,7 @@ from gir.parser import parse_file, parse_text
 from gir.passes.schedule_mlu import schedule_mlu
 from gir.passes.schedule_mlu.staging import gdram_types, stage_kernel
 from gir.passes.schedule_mlu.swpipe import pipeline_kernel
-from gir.passes.schedule_mlu.tiles_nram import kernel_nram
+from gir.passes.schedule_mlu.tiles_nram import pipelined_nram
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "differential"))
@@ -29,7 +29,7 @@ SAMPLES = sorted(p for p in (REPO / "samples").glob("*.gir"))
 def _same(e) -> None:
     declared = {k.name: k.metadata["nram_bytes"] for k in emit_func(e, fuse=False)}
     for k in e.kernels:
-        assert kernel_nram(stage_kernel(pipeline_kernel(k), gdram_types(e))) == declared[k.name], k.name
+        assert pipelined_nram(stage_kernel(pipeline_kernel(k), gdram_types(e))) == declared[k.name], k.name
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)

@@ -27,11 +27,11 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 
 def test_default_pipeline_text_of_the_mlu(capsys):
     assert _run(capsys, "passes", "--default", "--target", "mlu-sim") == \
-        (0, f"{FRONT},promote{{target=mlu-sim}},schedule{{target=mlu-sim}},software-pipeline\n", "")
+        (0, f"{FRONT},promote{{target=mlu-sim}},schedule{{target=mlu-sim}},software-pipeline,dense-staging\n", "")
     code, out, _ = _run(capsys, "passes", "--default", "--target", "mlu", "--sizes", "M=64,N=128")
     hints = 'sizes="M=64","N=128"'
     assert code == 0 and out == \
-        f"{FRONT},promote{{target=mlu-sim {hints}}},schedule{{target=mlu-sim {hints}}},software-pipeline\n"
+        f"{FRONT},promote{{target=mlu-sim {hints}}},schedule{{target=mlu-sim {hints}}},software-pipeline,dense-staging\n"
     # the GPU pipeline is the same passes
     _, gpu, _ = _run(capsys, "passes", "--default", "--target", "cuda")
     assert gpu.startswith(FRONT + ",promote,schedule")

@@ -195,16 +195,19 @@ def test_outside_the_recipe_falls_back_with_remarks():
 @pytest.mark.parametrize("name", SAMPLES)
 def test_nram_estimate_matches_the_emitter(name):
     """The recipe sizes its tiles with its own NRAM count (passes do not import the emitter): never below what
-    the emitter declares (pipeline slots, scratch tiles), so no planned kernel overflows NRAM."""
+    the emitter declares (pipeline slots, scratch tiles), so no planned kernel overflows NRAM; the dense-staging
+    pass's runs come on top where NRAM has room, and the count of the staged kernel is what the emitter declares."""
     from gir.codegen.mlu import emit_func
     from gir.passes.schedule_mlu.staging import gdram_types, stage_kernel
     from gir.passes.schedule_mlu.swpipe import pipeline_kernel
     from gir.passes.schedule_mlu.tiles_kernel import footprint
+    from gir.passes.schedule_mlu.tiles_nram import pipelined_nram
     for dtype in ("f32", "f16"):
         f = _func(_sample(name), dtype)
         for sizes in (REPORT[name], ODD[name][0]):
             e = schedule_mlu(f, sizes)
             declared = {k.name: k.metadata["nram_bytes"] for k in emit_func(e)}
             for k in e.kernels:
-                assert footprint(e, [stage_kernel(pipeline_kernel(k), gdram_types(e))]) == declared[k.name], (name, dtype, sizes, k.name)
+                staged = stage_kernel(pipeline_kernel(k), gdram_types(e))
+                assert footprint(e, [k]) <= pipelined_nram(staged) == declared[k.name], (name, dtype, sizes, k.name)
             assert max(declared.values()) <= 768 * 1024
