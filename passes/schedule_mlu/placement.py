@@ -115,15 +115,16 @@ def solve_placement(model: RowModel, tasks: int = 32, clusters: int = 8, nram: i
         used = nram_footprint(model, rows)
     if used > budget:
         raise NoTileFits(f"no tile fits NRAM (one row of {n} elements needs {used} bytes)")
-    rows = balanced_rows(m, rows, tasks, n * max(model.dtypes[x].nbytes for x in model.dtypes))
-    return Placement(rows, chosen, mod.eval(traffic).as_long(), nram_footprint(model, rows))
+    return Placement(rows, chosen, mod.eval(traffic).as_long(), used)
 
 
 def balanced_rows(m: int, rows: int, tasks: int, row_bytes: int) -> int:
-    """The tile height in rows // 2 .. rows whose busiest task finishes first: tiles go to the tasks in turn, so a
-    task moves ceil(ceil(m / R) / tasks) tiles, each R rows plus a load's and a store's latency (at a task's share
-    of the GDRAM bandwidth); ties go to the taller tile. 33,001 rows of 504 bytes: R = 64 gives 17 tiles to the
-    busiest task (1,088 rows), R = 63 the same, but a cap of 129 would give 8 (1,032 rows)."""
+    """The tile height in rows // 2 .. rows whose busiest task finishes first, roughly: tiles go to the tasks in
+    turn, so a task moves ceil(ceil(m / R) / tasks) tiles, each R rows plus a load's and a store's latency (at a
+    task's share of the GDRAM bandwidth); ties go to the taller tile. 33,001 rows of 504 bytes: R = 64 gives 17
+    tiles to the busiest task (1,088 rows), R = 61 17 of fewer rows (1,037). A candidate for the row recipe, which
+    keeps it only when the MLU cost model says it is faster (recipes.py `_row_tiles`): this count misses the
+    per-tile costs other than latency (mse_loss at 4,096 x 4,096 was 3% slower at R = 8 than at 11)."""
     from gir.passes.machines import MLU370 as M
     share = M.bytes_per_cycle(M.gdram_bandwidth) / (M.clusters * M.cores_per_cluster)
     latency = 2 * M.gdram_latency_cycles * share   # bytes not moved while a tile's two DMAs wait

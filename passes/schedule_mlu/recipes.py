@@ -57,18 +57,45 @@ class Recipe:
 
 def _rows(spec, info, st: Setting, remarks) -> list:
     from gir.passes.schedule_mlu.longrows import longrows_kernel
-    from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
     from gir.passes.schedule_mlu.placement import solve_placement
     from gir.passes.schedule_mlu.rowmodel import analyze_rows
     model = analyze_rows(spec, {})
     try:
         pl = solve_placement(model, tasks=st.tasks, allow_sram=st.allow_sram, max_rows=st.max_rows, nram=st.nram)
-        return [lower_rows(model, RowPlan(pl.rows, st.tasks, pl.sram), st.name)]
+        return [_row_tiles(spec, model, pl, st)]
     except NoTileFits:   # rows longer than NRAM: chunked passes (longrows.py)
         kernel = longrows_kernel(model, st.name, st.tasks, st.nram)
         missed(remarks, f"rows of {model.n} elements of '{spec.name}' do not fit NRAM: chunked passes read the "
                         "input more than once (up to 1.5x the compulsory traffic)", spec.loc)
         return [kernel]
+
+
+def _row_tiles(spec, model, pl, st: Setting):
+    """The row kernel of the placement's tile height, or of another one the MLU cost model estimates faster by
+    more than the ranking's tie: taller tiles when the placement stopped at `max_rows` (short rows: a 64-row tile
+    of 504-byte rows is 32 KB, and each of its DMAs waits 500 cycles), or the height that spreads the tiles more
+    evenly over the tasks (placement.balanced_rows)."""
+    from gir.passes.middle.search.ranking import order
+    from gir.passes.schedule_mlu.lower_rows import RowPlan, lower_rows
+    from gir.passes.schedule_mlu.placement import balanced_rows, solve_placement
+    from gir.passes.schedule_mlu.vecprep import prepare_kernels
+    plans = [(pl.rows, pl.sram)]
+    if pl.rows == st.max_rows:
+        tall = solve_placement(model, tasks=st.tasks, allow_sram=st.allow_sram, max_rows=TALL * st.max_rows,
+                               nram=st.nram)
+        plans.append((tall.rows, tall.sram))
+    row_bytes = model.n * max(dt.nbytes for dt in model.dtypes.values())
+    plans += [(balanced_rows(model.m, r, st.tasks, row_bytes), sram) for r, sram in plans]
+    kernels = [lower_rows(model, RowPlan(r, st.tasks, sram), st.name) for r, sram in dict.fromkeys(plans)]
+    if len(kernels) == 1:
+        return kernels[0]
+
+    def seconds(k) -> float:
+        return estimate(dataclasses.replace(spec, body=tuple(prepare_kernels([k], st.nram)))).seconds
+    return order(kernels, seconds, MLU_RANKING)[0]
+
+
+TALL = 4   # the tallest row tiles tried, in units of max_rows
 
 
 def _rows_blocked(spec, info, st: Setting, remarks) -> list:

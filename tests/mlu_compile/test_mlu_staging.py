@@ -210,7 +210,7 @@ def test_cost_model_counts_the_staged_bytes():
 
 @pytest.mark.parametrize("path,sizes,limit", [
     ("rope.gir", dict(B=2, S=511, H=31, K=63), 1.25),            # 1.354x row by row
-    ("/affine", dict(M=33001, N=126), 1.36),                      # 1.456x row by row (masked tails)
+    ("/affine", dict(M=33001, N=126), 1.22),    # 1.456x row by row, 64-row tiles (recipes._row_tiles: 129 rows)
 ])
 def test_short_odd_rows_near_the_roofline(path, sizes, limit):
     f = _func("affine", "f32") if path == "/affine" else \
