@@ -280,6 +280,9 @@ class _KernelEmitter:
             raise GirError(f"no MLU copy direction from @{sb.level} to @{db.level}", s.loc)
         if db.dtype != sb.dtype:
             raise GirError("moves cannot convert element types", s.loc)
+        if s.other is not None:   # (the MLU's masked copy leaves the clipped elements as they were)
+            raise GirError("the MLU target does not write a masked load's 'other' value; fill the tile before "
+                           "the load instead", s.loc)
         doff, ddims = self._dims(s.dst)
         soff, sdims = self._dims(s.src)
         esz = L.device_nbytes(db.dtype)

@@ -110,7 +110,11 @@ def _stage(k: ir.Kernel, gdram: dict, m: MluMachine, pays: bool) -> ir.Kernel:
         names[dt] = name
     allocs = tuple(ir.Alloc(names[dt], ir.TensorType(dt, (n,)), ir.Level.nram) for dt, n in runs.items())
     body = _Rewrite({id(s) for s in moves}, tiles, names).block(k.body)
-    return dataclasses.replace(k, body=_insert_allocs(body, allocs, set(tiles)))
+    body = _insert_allocs(body, allocs)
+    declared = {a.name for a in walk_stmts(body) if isinstance(a, ir.Alloc)}
+    if not set(names.values()) <= declared:   # (a staged move outside any @core scope: left as it was)
+        return k
+    return dataclasses.replace(k, body=body)
 
 
 @dataclass(frozen=True)
@@ -255,25 +259,23 @@ class _Rewrite:
         return [ir.Move("copy", run, tr, loc=s.loc, async_=s.async_), dataclasses.replace(s, src=run)]
 
 
-def _insert_allocs(body: tuple, allocs: tuple, tile_names: set) -> tuple:
-    """`allocs` after the last NRAM allocation of the block that declares the kernel's tiles."""
-    last = max((i for i, s in enumerate(body) if isinstance(s, ir.Alloc) and s.name in tile_names), default=None)
-    if last is not None:
-        return body[:last + 1] + allocs + body[last + 1:]
+def _insert_allocs(body: tuple, allocs: tuple) -> tuple:
+    """`allocs` at the start of every @core scope that moves through them (before any of its statements: tiles
+    may be allocated later, or inside loops)."""
+    names = {a.name for a in allocs}
     out = []
     for s in body:
-        if isinstance(s, ir.Parallel) and any(_declares(s.body, tile_names)):
-            s = dataclasses.replace(s, body=_insert_allocs(s.body, allocs, tile_names))
+        if isinstance(s, ir.Parallel):
+            inner = _insert_allocs(s.body, allocs)
+            if s.level == ir.ParLevel.core and _uses(inner, names):
+                inner = allocs + inner
+            s = dataclasses.replace(s, body=inner)
         out.append(s)
     return tuple(out)
 
 
-def _declares(stmts, names: set):
-    for s in stmts:
-        if isinstance(s, ir.Alloc) and s.name in names:
-            yield True
-        elif isinstance(s, ir.Parallel):
-            yield from _declares(s.body, names)
+def _uses(stmts, names: set) -> bool:
+    return any(isinstance(s, ir.Move) and (s.src.name in names or s.dst.name in names) for s in _moves(stmts))
 
 
 def _count_moves(f: ir.Func) -> int:

@@ -4,8 +4,10 @@ bytes are not whole 64-byte granules moved 1.11x their bytes (loads) and 1.33x (
 back): rope at B=2 S=511 H=31 K=63 ran at 1.354x the DMA roofline, x*w+b over 33,001 x 126 f32 at 1.456x.
 
 Values of seeded random programs with every stageable move staged (f32 / f16 / bf16, odd widths, prime rows,
-tails, masked tails), the static checks on them, the rule (aligned rows, `other`, NRAM), the masked reshaping move
-in the verifier and the emitter, the cost model's bytes, and the simulated time at >= 4M elements."""
+tails, masked tails), the static checks on them (bounds, capacity; the static race check covers shared levels only, so a
+race between a core's pipes on the staging run is the simulator's run-time check, which every value run makes),
+the rule (aligned rows, `other`, NRAM), where the run is declared, the masked reshaping move in the verifier and
+the emitter, the cost model's bytes, and the simulated time at >= 4M elements."""
 from __future__ import annotations
 
 import dataclasses
@@ -121,8 +123,12 @@ def test_staged_masked_load_keeps_the_rows_past_the_tensor():
 
 
 def _load_kernel(width: int, rows: int, n: int, other: str = "", tile_rows: int | None = None) -> ir.Func:
+    return parse_text(_load_text(width, rows, n, other, tile_rows), "k.gir").funcs[0]
+
+
+def _load_text(width: int, rows: int, n: int, other: str = "", tile_rows: int | None = None) -> str:
     tr = tile_rows or rows
-    src = f"""func f(x: f32[{n}, {width}]) -> (y: f32[{n}, {width}]) {{
+    return f"""func f(x: f32[{n}, {width}]) -> (y: f32[{n}, {width}]) {{
   kernel k with task_dim=32 {{
     parallel task_ in 0..32 @core {{
       alloc t: f32[{tr}, {width}] @nram
@@ -134,7 +140,45 @@ def _load_kernel(width: int, rows: int, n: int, other: str = "", tile_rows: int 
   }}
 }}
 """
-    return parse_text(src, "k.gir").funcs[0]
+
+
+def test_runs_are_allocated_where_every_staged_move_sees_them():
+    """Tiles allocated inside a loop, and a second tile allocated after the first one's moves: the run is
+    declared at the start of the @core scope (a review found 'undefined buffer stg_' in both)."""
+    inner = """func f(x: f32[8192, 126]) -> (y: f32[8192, 126], z: f32[8192, 126]) {
+  kernel k with task_dim=32 {
+    parallel task_ in 0..32 @core {
+      for u in 0..4 {
+        alloc a: f32[64, 126] @nram
+        load a[0:64, 0:126] <- x[(u * 32 + task_) * 64:(u * 32 + task_) * 64 + 64, 0:126]
+        store y[(u * 32 + task_) * 64:(u * 32 + task_) * 64 + 64, 0:126] <- a[0:64, 0:126]
+      }
+      alloc b: f32[64, 126] @nram
+      for u in 0..4 {
+        load b[0:64, 0:126] <- x[(u * 32 + task_) * 64:(u * 32 + task_) * 64 + 64, 0:126]
+        store z[(u * 32 + task_) * 64:(u * 32 + task_) * 64 + 64, 0:126] <- b[0:64, 0:126]
+      }
+    }
+  }
+}
+"""
+    f = parse_text(inner, "k.gir").funcs[0]
+    e = stage_func(f)
+    assert _staged(e) == 1
+    verify_module(ir.Module((e,)))
+    check_module(ir.Module((e,)), "mlu", {})
+    x = np.random.default_rng(3).standard_normal((8192, 126)).astype(np.float32)
+    out = run_func(e, {"x": x}, {}).outputs
+    assert np.array_equal(out["y"], x) and np.array_equal(out["z"], x)
+
+
+def test_a_load_with_other_is_refused_on_the_mlu_located():
+    """The MLU's masked copy leaves the clipped elements as they were: `other` is refused, not ignored."""
+    src = _load_text(126, 8, 8, " with mask, other=0.0")
+    f = parse_text(src, "k.gir").funcs[0]
+    with pytest.raises(GirError, match="does not write a masked load's 'other'") as err:
+        emit_func(f)
+    assert err.value.loc is not None and err.value.loc.line == 6
 
 
 def test_the_rule_stages_rows_off_the_granule_only():
