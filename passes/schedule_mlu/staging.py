@@ -125,28 +125,17 @@ class _Tile:
     slots: int
 
 
-def _nram_tiles(stmts, out=None) -> dict[str, _Tile]:
-    out = {} if out is None else out
-    for s in stmts:
+def _nram_tiles(stmts) -> dict[str, _Tile]:
+    out = {}
+    for s in walk_stmts(stmts):
         if isinstance(s, ir.Alloc) and s.level == ir.Level.nram:
             shape = tuple(s.type.shape)[1:] if s.slots > 1 else tuple(s.type.shape)
             out[s.name] = _Tile(s.name, s.type.dtype, shape, s.slots)
-        elif isinstance(s, (ir.Parallel, ir.For)):
-            _nram_tiles(s.body, out)
-        elif isinstance(s, ir.If):
-            _nram_tiles(s.then + s.orelse, out)
     return out
 
 
 def _moves(stmts):
-    for s in stmts:
-        if isinstance(s, ir.Move):
-            yield s
-        elif isinstance(s, (ir.Parallel, ir.For)):
-            yield from _moves(s.body)
-        elif isinstance(s, ir.If):
-            yield from _moves(s.then)
-            yield from _moves(s.orelse)
+    return (s for s in walk_stmts(stmts) if isinstance(s, ir.Move))
 
 
 def _tile_ref(s: ir.Move) -> ir.Ref:
