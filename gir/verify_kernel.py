@@ -451,22 +451,17 @@ def _reshaping(s: ir.Move, a, b, dst, src) -> bool:
     (row-major order; the MLU emitter checks that the tile's region is contiguous): a chunk of a long row seen as
     rows of a tile; or between a contiguous @gdram region and a 1-D @nram run; or an @nram copy packing a
     region's rows into a 1-D run (or spreading them from one): a transpose's short rows moved as one transfer.
-    A masked one moves between an @gdram region and a 1-D @nram run: the mask clips the region's outermost sliced
-    dimension and the run to the same prefix (the dense-staging pass's runs; the emitter checks contiguity)."""
+    Masked: an @gdram region and a 1-D @nram run, both clipped to the same prefix (dense-staging's runs)."""
     if math.prod(a) != math.prod(b):
         return False
-    if s.mask:
-        on = b if s.kind == "store" else a
-        return s.kind in ("load", "store") and len(_squeeze(on)) == 1 and \
-            (src if s.kind == "load" else dst).level.off_chip and (dst if s.kind == "load" else src).level == ir.Level.nram
     if s.kind == "copy":   # NRAM rows packed into (or spread from) a 1-D NRAM run of the same count
-        return dst.level == src.level == ir.Level.nram and 1 in (len(_squeeze(a)), len(_squeeze(b)))
+        return not s.mask and dst.level == src.level == ir.Level.nram and 1 in (len(_squeeze(a)), len(_squeeze(b)))
     off = src if s.kind == "load" else dst
     on = dst if s.kind == "load" else src
     run = a if s.kind == "store" else b
     tile = b if s.kind == "store" else a
     return (s.kind in ("load", "store") and off.level.off_chip and on.level == ir.Level.nram
-            and (len(_squeeze(run)) == 1 or len(_squeeze(tile)) == 1))
+            and (len(_squeeze(tile)) == 1 or not s.mask and len(_squeeze(run)) == 1))
 
 
 def transpose_rows(e: ir.Call) -> int | None:

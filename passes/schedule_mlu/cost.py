@@ -41,7 +41,7 @@ from gir.affine import eval_int, free_vars, slice_extent, to_affine
 from gir.walk import map_children, stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.cost_regions import extents, gdram_bytes, int_value, truth
+from gir.passes.schedule_mlu.cost_regions import extents, gdram_bytes, int_value, onchip_run, truth
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 from gir.passes.middle.search.ranking import policy
@@ -353,7 +353,7 @@ class _Walker:
         if dlevel.off_chip or slevel.off_chip:
             chip = s.src if dlevel.off_chip else s.dst
             moved = gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, m.dma_granularity,
-                                 write=dlevel.off_chip, run=self._run(chip, env))
+                                 write=dlevel.off_chip, run=onchip_run(chip, self.types[chip.name][0], self.dense, env))
             cycles = m.gdram_latency_cycles
             c.gdram += moved
             c.time += moved / self.rate
@@ -363,22 +363,6 @@ class _Walker:
             cycles = m.move_latency_cycles + nbytes / m.bytes_per_cycle(m.nram_move_bandwidth)
         c.io += cycles
         c.time += cycles
-
-    def _run(self, r: ir.Ref, env: dict) -> bool:
-        """Whether the on-chip region `r` is one contiguous run (then a move merges the rows of a GDRAM region
-        that is contiguous too): a 1-D slice of step 1, one row of a tile, or whole rows of an unpadded one."""
-        t = self.types[r.name][0]
-        shape, idx = tuple(t.shape), tuple(r.index)
-        if len(shape) == 3 and idx and not isinstance(idx[0], ir.Slice):   # one slot of a pipelined tile
-            shape, idx = shape[1:], idx[1:]
-        if idx and len(idx) != len(shape) or any(isinstance(i, ir.Slice) and i.step != 1 for i in idx) or \
-                len(shape) > 2:
-            return False
-        lengths = extents(ir.Ref(r.name, idx), ir.TensorType(t.dtype, shape), env)
-        if len(shape) < 2 or L.is_rowvec(shape) or lengths[0] <= 1:
-            return True
-        pitch = shape[-1] if self.dense else L.pitch(shape)
-        return lengths[1] == shape[1] == pitch
 
     def stmt_Assign(self, s: ir.Assign, env, c) -> None:
         t, level = self.types.get(s.target.name, (None, None))

@@ -7,6 +7,7 @@ import math
 
 from gir import ir
 from gir.affine import eval_int
+from gir.passes.schedule_mlu import layout as L
 
 
 def gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool, run: bool = False) -> float:
@@ -35,6 +36,23 @@ def gdram_bytes(r: ir.Ref, types: dict, env: dict, gran: int, write: bool, run: 
     if run and _contiguous(counts, shape):
         nseg, size = 1, math.prod(counts) * nbytes
     return segment_bytes(nseg, size, step, gran, write)
+
+
+def onchip_run(r: ir.Ref, t: ir.TensorType, dense: bool, env: dict) -> bool:
+    """Whether the on-chip region `r` (of a buffer of type `t`; `dense`: a `layout=dense` kernel, 2-D tiles
+    unpadded) is one contiguous run, so that a move merges the rows of a GDRAM region that is contiguous too: a 1-D
+    slice of step 1, one row of a tile, or whole rows of an unpadded one."""
+    shape, idx = tuple(t.shape), tuple(r.index)
+    if len(shape) == 3 and idx and not isinstance(idx[0], ir.Slice):   # one slot of a pipelined tile
+        shape, idx = shape[1:], idx[1:]
+    if idx and len(idx) != len(shape) or any(isinstance(i, ir.Slice) and i.step != 1 for i in idx) or \
+            len(shape) > 2:
+        return False
+    lengths = extents(ir.Ref(r.name, idx), ir.TensorType(t.dtype, shape), env)
+    if len(shape) < 2 or L.is_rowvec(shape) or lengths[0] <= 1:
+        return True
+    pitch = shape[-1] if dense else L.pitch(shape)
+    return lengths[1] == shape[1] == pitch
 
 
 def _contiguous(counts: list, shape: list) -> bool:
