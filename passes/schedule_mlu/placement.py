@@ -128,6 +128,8 @@ def balanced_rows(m: int, rows: int, tasks: int, row_bytes: int) -> int:
     from gir.passes.machines import MLU370 as M
     share = M.bytes_per_cycle(M.gdram_bandwidth) / (M.clusters * M.cores_per_cluster)
     latency = 2 * M.gdram_latency_cycles * share   # bytes not moved while a tile's two DMAs wait
+
     def cost(r: int) -> float:
-        return -(-(-(-m // r)) // tasks) * (r * row_bytes + latency)
+        tiles = -(-m // r)
+        return -(-tiles // tasks) * (r * row_bytes + latency)   # the busiest task's tiles, each rows + latency
     return min(range(rows, max(1, rows // 2) - 1, -1), key=cost)
