@@ -41,6 +41,7 @@ from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import _unit_kernel, decode_units, unit_trips
 from gir.passes.schedule_mlu import scan_subseg as subseg
 from gir.passes.schedule_mlu.scan_steps import doubling_pays, doubling_steps, serial_steps
+from gir.passes.schedule_mlu.scan_walk import overlap_walk, overlaps, single_tile
 
 F32, I32 = ir.DType.f32, ir.DType.i32
 FLOATS = (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
@@ -110,6 +111,8 @@ class _Kernel:
         self.loaded: set[str] = set()          # tiles loaded / stored in the pipelined loop (pipeline slots)
         self.stored: set[str] = set()
         self.carry_row = None   # lanes(): the row a tile's carry comes from, when not its last (scan_steps.py)
+        self.shift = 0          # lanes(): pad positions before a tile's real ones (a reverse one-tile unit)
+        self.hoisted: list | None = None   # units_pipelined: the per-position operands loaded once per core
         p = plan
         for x in walk(p.scan.arg):
             if isinstance(x, ir.Ref):
@@ -158,12 +161,19 @@ class _Kernel:
         rows, cols = (p.R, max(2, p.W)) if p.layout == "cols" else (p.W, p.R)   # [R, 1] would be a row vector
         return {FULL: (rows, cols), ROW: (rows, 1), COL: (cols,)}[kind]
 
-    def region(self, name: str, kind: str, nr: int, nc: int) -> ir.Ref:
+    def region(self, name: str, kind: str, nr: int, nc: int, moved: bool = False) -> ir.Ref:
+        """A tile's region of `nr` x `nc` (compute orientation); `moved`: the region a DMA fills or drains, after
+        the tile's pad positions (`shift`) along the scan axis of the rows layout."""
+        at = self.shift if moved and self.p.layout == "rows" else 0
         if kind == FULL:
-            return B.ref(name, B.sl(0, nr), B.sl(0, nc))
+            return B.ref(name, B.sl(0, nr), B.sl(at, nc))
         if kind == ROW:
             return B.ref(name, B.sl(0, nr), B.sl(0, 1))
-        return B.ref(name, B.sl(0, nc))
+        return B.ref(name, B.sl(at, nc))
+
+    def computed(self, ns: int) -> int:
+        """Positions a tile's computes span: all of them when its real ones follow pads (`shift`)."""
+        return self.p.R if self.shift else ns
 
     def gdram(self, name: str, names: list, s0, ns: int, l0, nl: int) -> ir.Ref:
         idx = []
@@ -183,7 +193,8 @@ class _Kernel:
         if stage == "unit":
             return self.loads(s0, ns, l0, nl, "unit")
         p = self.p
-        k = subseg.subsegments(p, ns, ns < p.R, self.carry_row)   # (a tile of fewer positions ends its walk)
+        k = subseg.subsegments(p, ns, ns < p.R, self.carry_row, self.shift > 0)   # (a tile of fewer positions
+        #                                                                             ends its walk)
         raw = self.raw() if p.layout == "rows" else None
         if raw:   # rows: the 16-bit landing tile transposed as it is (half the units), widened after
             land = B.ref(f"{raw}_h", B.sl(0, p.W), B.sl(0, p.R))
@@ -203,27 +214,35 @@ class _Kernel:
         """The loads (and, with `widen`, the widening conversions) of the operands a `stage` tile reads."""
         p = self.p
         nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
+        cc = nc if p.layout == "cols" else self.computed(ns)
         per_tile = {FULL, ROW} if p.layout == "cols" else {FULL, COL}
         loads, convs = [], []
         for name, (kind, names) in self.refs.items():
-            if (kind in per_tile) != (stage == "tile"):
+            hoist = self.hoists(kind, names)
+            if not {"unit": kind not in per_tile, "tile": kind in per_tile and not hoist, "core": hoist}[stage]:
                 continue
             dt = self.types[name].dtype
             land = self.alloc(f"{name}_t" if dt == p.cdt else f"{name}_h", dt, self.shape_of(kind))
             gsl = self.gdram(name, names, s0, ns, l0, nl)
-            loads.append(B.move("load", self.region(land, kind, nr, nc), gsl))
+            loads.append(B.move("load", self.region(land, kind, nr, nc, moved=True), gsl))
             if stage == "tile":
                 self.loaded.add(land)
             if dt != p.cdt and widen:   # (no f32 tile where the raw path widens after its transpose)
                 t = self.alloc(f"{name}_t", p.cdt, self.shape_of(kind))
-                convs.append(ir.Assign(self.region(t, kind, nr, nc), ir.Call("f32", (self.region(land, kind, nr,
-                                                                                                  nc),))))
+                convs.append(ir.Assign(self.region(t, kind, nr, cc), ir.Call("f32", (self.region(land, kind, nr,
+                                                                                                  cc),))))
         return loads + convs
+
+    def hoists(self, kind: str, names: list) -> bool:
+        """Whether an operand of `kind` indexed by `names` is loaded once per core (stage 'core'): a per-position
+        operand (`w[j]`) of one-tile units of the rows layout, the same tile for every unit."""
+        p = self.p
+        return self.hoisted is not None and p.layout == "rows" and kind == COL and names == [p.axis]
 
     def operand(self, s0, ns: int, l0, nl: int) -> tuple[list, ir.Ref]:
         """(loads and computes, the full tile holding E) of a tile of `ns` scan rows and `nl` lanes."""
         p = self.p
-        nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
+        nr, nc = (ns, nl) if p.layout == "cols" else (nl, self.computed(ns))
         steps = self.loads(s0, ns, l0, nl, "tile")
         self.count = 0   # (every walk of a tile computes E in the same temporaries)
         ev = self.expr(p.scan.arg, steps, nr, nc)
@@ -256,7 +275,7 @@ class _Kernel:
             h = self.alloc("o_h", p.ydt, (p.W, p.R))
             computes += [ir.Assign(whole(oh, p.R, p.W), ir.Call(p.ydt.value, (whole(ot, p.R, p.W),))),
                          ir.Assign(whole(h, p.W, p.R), ir.Call("transpose", (whole(oh, p.R, p.W),)))]
-            src = self.region(h, FULL, nl, ns)
+            src = self.region(h, FULL, nl, ns, moved=True)
             self.stored.add(h)
             return computes + [B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)]
         o = ev.name if ev is not None else self.alloc("ov_", p.cdt, (p.W, p.R))
@@ -267,11 +286,13 @@ class _Kernel:
         """The result tile `o` (compute orientation) rounded to the result type if it is narrower, and stored."""
         p = self.p
         nr, nc = (ns, nl) if p.layout == "cols" else (nl, ns)
-        src, computes = self.region(o, FULL, nr, nc), []
+        cc = nc if p.layout == "cols" else self.computed(ns)
+        src, computes = self.region(o, FULL, nr, nc, moved=True), []
         if p.ydt != p.cdt:
             h = self.alloc("o_h", p.ydt, self.allocs[o].type.shape)
-            computes.append(ir.Assign(self.region(h, FULL, nr, nc), ir.Call(p.ydt.value, (src,))))
-            src = self.region(h, FULL, nr, nc)
+            computes.append(ir.Assign(self.region(h, FULL, nr, cc), ir.Call(p.ydt.value, (self.region(o, FULL, nr,
+                                                                                                          cc),))))
+            src = self.region(h, FULL, nr, nc, moved=True)
         self.stored.add(src.name)
         return computes + [B.move("store", self.gdram(p.out.name, p.vars, s0, ns, l0, nl), src)]
 
@@ -325,7 +346,7 @@ class _Kernel:
         """The row steps of the scan of tile `e` ([ns rows, nl lanes], scan orientation), carried in `acc_`
         (passes/schedule_mlu/scan_steps.py). Returns (steps, the tile holding the result)."""
         p = self.p
-        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
+        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, subseg.carry_lanes(p)),)), B.sl(0, nl))
         units = -(-p.W * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN)
         carry = self.carry_row
         if doubling_pays(ns, units, p.dense, p.scan.exclusive):
@@ -344,10 +365,16 @@ class _Kernel:
         else:
             s0, ts0 = B.mul(k, p.R), B.c(p.S - tail)
         ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
-        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, p.W),)), B.sl(0, nl))
+        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, subseg.carry_lanes(p)),)), B.sl(0, nl))
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
         if single_tile(p):   # the unit's loads first, then its computes, then its stores: pipelined across units
+            # (a reverse scan in sub-segments lands its positions at the tile's end: the pads come last in its
+            # order; the per-position operands are loaded once per core)
+            self.shift = p.R - p.S if p.scan.reverse and subseg.subsegments(p, p.S, True, None, True) else 0
+            if self.hoisted == []:
+                self.hoisted = self.loads(B.c(0), p.S, l0, nl, "core")
             steps = body[:-1] + self.tile(B.c(0), p.S, l0, nl, "tile")
+            self.shift = 0
             load = lambda x: isinstance(x, ir.Move) and x.kind == "load"   # noqa: E731 (GDRAM reads: hoisted)
             last = max((i for i, x in enumerate(steps) if load(x)), default=-1)
             loads = [x for x in steps[:last + 1] if load(x)]        # (the per-unit operands' and the tile's,
@@ -387,6 +414,7 @@ class _Kernel:
         over those of the last, narrower chunk (a condition in the unit's body would stop the pipeline). A f16
         cumsum along rows of 527 at 12,320 rows (385 units of 32 lanes): 2.435x -> 1.377x the DMA roofline."""
         p = self.p
+        self.hoisted = []
         radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars]
         wl = p.nlanes - (p.chunks - 1) * p.step
         whole = p.chunks if wl == p.step else p.chunks - 1
@@ -399,13 +427,16 @@ class _Kernel:
         if whole < p.chunks:
             body = self.lanes(B.c(whole * p.step), wl)
             bodies.append(body)
+            # its units go on from the task after the first loop's last one (task 0 took one more unit there)
+            off = p.n_other * whole % p.tasks
+            task = ir.BinOp("%", B.add(B.v("task_"), p.tasks - off), B.c(p.tasks)) if off else None
             if radix:
-                body = decode_units(radix, p.n_other, p.tasks, body)
-            else:
-                body = [ir.For("c_", B.c(0), B.c(1), tuple(body))]   # (a one-trip loop: the unit's decoding)
-            loops.append(ir.For("it_", B.c(0), unit_trips(p.n_other, p.tasks), tuple(body)))
+                body = decode_units(radix, p.n_other, p.tasks, body, task)
+            else:   # (a one-trip loop: the unit's decoding)
+                body = [ir.For("c_", B.c(0), B.c(1), tuple(body))]
+            loops.append(ir.For("it_", B.c(0), unit_trips(p.n_other, p.tasks, task), tuple(body)))
         par = ir.Parallel("task_", B.c(0), B.c(p.tasks), ir.ParLevel.core,
-                          tuple(self.allocs.values()) + tuple(loops))
+                          tuple(self.allocs.values()) + tuple(self.hoisted) + tuple(loops))
         attrs = (("task_dim", str(p.tasks)),) + ((("pipeline", "units"),) if all(map(_staged, bodies)) else ())
         return ir.Kernel(self.name, (par,), attrs)
 
@@ -429,40 +460,6 @@ def _staged(body: list) -> bool:
             return False
         stage = now
     return True
-
-
-def single_tile(p: _Plan) -> bool:
-    """Whether every unit is one tile: the scan axis within R (no tile loop, nothing carried between tiles)."""
-    return p.S <= p.R
-
-
-def overlaps(p: _Plan) -> bool:
-    """Whether the walk ends with a whole tile overlapping the one before instead of its tail (module docstring):
-    the transposed layout, a tail of 3/4 of a tile or more."""
-    return p.layout == "rows" and p.S >= p.R and 4 * (p.S % p.R) >= 3 * p.R
-
-
-def overlap_walk(p: _Plan, k: ir.Var) -> tuple:
-    """(tile k's scan offset, the row tile k's carry comes from) of the walk of S // R + 1 whole tiles, the last
-    moved back to end at the row's end (overlapping the tile before by R - tail positions, recomputed equal and
-    stored again): tile full - 1 hands on its carry at the position before the last tile, the others their last."""
-    full, tail, last = p.S // p.R, p.S % p.R, B.c(p.S - p.R)
-    s0 = ir.Call("max", (ir.BinOp("-", last, B.mul(k, p.R)), B.c(0))) if p.scan.reverse else \
-        ir.Call("min", (B.mul(k, p.R), last))
-    if p.scan.reverse:   # the inclusive value at position R: row R - tail of tile full - 1
-        return s0, B.mul(from_tile(k, full - 1), p.R - tail)
-    return s0, forward_carry(p, k)
-
-
-def from_tile(k, at: int):
-    """1 from tile `k` = `at` on, 0 before (an index expression of k)."""
-    return ir.Call("min", (B.c(1), ir.Call("max", (B.c(0), B.add(k, 1 - at)))))
-
-
-def forward_carry(p: _Plan, k):
-    """The row tile k of overlap_walk's forward walk hands on its carry from (tail - 1 from tile full - 1 on)."""
-    full, tail = p.S // p.R, p.S % p.R
-    return ir.BinOp("-", B.c(p.R - 1), B.mul(from_tile(k, full - 1), p.R - tail))
 
 
 def raw_operand(scan, types: dict, cdt: ir.DType) -> str | None:

@@ -29,8 +29,8 @@ from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.colreduce import decode_units, unit_trips
-from gir.passes.schedule_mlu.scan import (COL, FLOATS, FULL, ROW, _dense, _Kernel, _Plan, forward_carry,
-                                          from_tile, overlap_walk, overlaps)
+from gir.passes.schedule_mlu.scan import COL, FLOATS, FULL, ROW, _dense, _Kernel, _Plan
+from gir.passes.schedule_mlu.scan_walk import forward_carry, from_tile, overlap_walk, overlaps
 from gir.passes.schedule_mlu.scan_size import NRAM_BUDGET, divisor_tile, even_tile, grow_tile, walk_tile
 from gir.passes.schedule_mlu.scan_sram import SramKeep
 from gir.scan import identity, is_scan, scan_of

@@ -7,8 +7,9 @@ of a tile, and the choice among them by the MLU cost model.
   per-element estimate of NRAM.
 - `grow_tile`: R raised to the largest that really fits NRAM (the estimate undershoots).
 - `unit_items`: the sized kernel; R among the largest fit, the largest that divides the scan axis, and a half
-  and a quarter of it, W among the first choice and the longest-segment one: the cost model picks (ranking.py,
-  the MLU policy: the earlier candidate on ties).
+  and a quarter of it, W among the first choice and the longest-segment one, and the whole-row units
+  (`row_units`: one tile of whole rows per unit, in sub-segments): the cost model picks (ranking.py, the MLU
+  policy: the earlier candidate on ties).
 """
 from __future__ import annotations
 
@@ -235,6 +236,7 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
                 plan.subseg = True
             tried.append(_sized(spec, info, plan, name, most, balance, least) +
                          ({a: getattr(plan, a) for a in GEOMETRY},))
+    tried += row_units(spec, info, plan, name)
     fits = [t for t in tried if t[0] is not None]
     seconds, kern, used, geometry = order(fits, lambda o: o[0], MLU_RANKING)[0] if len(fits) > 1 else \
         (fits or tried)[0]
@@ -252,3 +254,53 @@ def unit_items(spec: ir.Func, info, plan, remarks) -> list:
 
 
 GEOMETRY = ("W", "step", "chunks", "dense", "units", "R", "subseg")   # what choose and the sizing decide
+ROW_LANES = (256, 128, 64, 32, 16, 8)   # lane chunks of the whole-row units (`row_units`), widest first
+ROW_TILE = 65536          # elements of a whole-row unit's tile at most
+ROW_TRIES = 3             # lane chunks timed (the widest that fit)
+
+
+def row_units(spec: ir.Func, info, plan, name: str) -> list:
+    """Rows layout: candidates whose units are whole rows of W lanes in one tile scanned in sub-segments
+    (scan_subseg.py), for the ROW_TRIES widest W of ROW_LANES whose tile (at most ROW_TILE elements) fits NRAM,
+    each also with its lanes dealt in whole rounds (`dealt`): [(estimated seconds, kernel, NRAM bytes,
+    geometry)]. The unit loop is then software-pipelined (scan.py `units_pipelined`) and the per-position
+    operands loaded once per core; a chunk of 16 f32 lanes is half a vector unit, which only the sub-segment
+    form's rows (W k lanes) and carries (`carry_lanes`) allow -- more units, so less imbalance between the cores.
+    (A f16 `cumsum(x * w[j], j)` at 4,392 x 1,207: tiles of 640 positions in 32-lane chunks walked twice and
+    doubling, or 448 in 64-lane chunks in sub-segments, 1.95x-2.2x the DMA roofline; one 16-lane tile a unit,
+    1.36x.)"""
+    from gir.passes.schedule_mlu.cost import estimate
+    from gir.passes.schedule_mlu.scan import _dense, _Kernel
+    from gir.passes.schedule_mlu.scan_subseg import pays
+    if plan.layout != "rows" or plan.lane is None:
+        return []
+    out, R, widths = [], L.round_up(plan.S, L.PITCH), 0
+    for w in ROW_LANES:
+        if w * R > ROW_TILE or w >= 2 * L.round_up(plan.nlanes, ROW_LANES[-1]) or widths == ROW_TRIES:
+            continue
+        fitted = False
+        for step in sorted({w, dealt(plan, w)}, reverse=True):
+            plan.W, plan.step = w, step
+            plan.chunks = -(-plan.nlanes // step)
+            plan.units = plan.n_other * plan.chunks
+            plan.dense, plan.subseg, plan.R = True, True, R
+            if not pays(plan):
+                break
+            k = _Kernel(plan, dict(info.types), name)
+            kern, used = _dense(k.kernel(), plan), k.nram_bytes()
+            if used > NRAM_BUDGET:
+                break
+            fitted = True
+            out.append((estimate(dataclasses.replace(spec, body=(kern,))).seconds, kern, used,
+                        {a: getattr(plan, a) for a in GEOMETRY}))
+        widths += fitted
+    return out
+
+
+def dealt(plan, w: int) -> int:
+    """Lanes per unit (at most `w`) that deal a plan's lanes to the cores in whole rounds: chunks of `w` leave
+    the busiest core a unit more than others when their count is not a multiple of the cores (3,827 rows in
+    32-lane units: 120 units, 4 or 3 a core; 128 of 30 lanes, 4 each)."""
+    rounds = -(-plan.n_other * -(-plan.nlanes // w) // plan.tasks)
+    per_other = max(1, plan.tasks * rounds // plan.n_other)
+    return max(1, min(w, -(-plan.nlanes // per_other)))

@@ -45,13 +45,13 @@ def _op(units: float) -> float:
     return m.vector_op_cycles + units * m.op_class_cycles("simple")
 
 
-def subseg_cycles(R: int, W: int, k: int, es: int = 4) -> float:
+def subseg_cycles(R: int, W: int, k: int, es: int = 4, wc: int | None = None) -> float:
     """Compute-pipe cycles of the steps of one [W, R] tile in k sub-segments (the two big transposes, common to
-    every form, left out)."""
+    every form, left out); `wc` the carries' lanes (`carry_lanes`, default W)."""
     unit = L.VECTOR_ALIGN / es
-    r, lanes = R // k, W * k
-    return r * _op(lanes / unit) + _op(lanes / unit) + k * _op(W / unit) + \
-        2 * (MLU370.vector_op_cycles + 2 * lanes / unit) + _op(R * W / unit)
+    r, lanes, wc = R // k, W * k, wc or W
+    return r * _op(lanes / unit) + _op(wc * k / unit) + k * _op(wc / unit) + \
+        2 * (MLU370.vector_op_cycles + 2 * wc * k / unit) + _op(R * W / unit)
 
 
 def serial_cycles(R: int, W: int, dense: bool, exclusive: bool, es: int = 4) -> float:
@@ -63,10 +63,11 @@ def serial_cycles(R: int, W: int, dense: bool, exclusive: bool, es: int = 4) -> 
     return R * _op(units)
 
 
-def subsegments(p, ns: int, last: bool, carry_row) -> int:
-    """k for a tile of `ns` real positions of plan `p` (`last`: nothing follows it in its walk), or 0 for the
-    serial / doubling forms."""
-    if not p.subseg or carry_row is not None or not (ns == p.R or (last and not p.scan.reverse)):
+def subsegments(p, ns: int, last: bool, carry_row, shifted: bool = False) -> int:
+    """k for a tile of `ns` real positions of plan `p` (`last`: nothing follows it in its walk; `shifted`: its
+    positions end at the tile's end, the pad positions first), or 0 for the serial / doubling forms."""
+    if not p.subseg or carry_row is not None or \
+            not (ns == p.R or (last and (shifted if p.scan.reverse else True))):
         return 0
     return pays(p)
 
@@ -78,16 +79,23 @@ def applies(p) -> bool:
 
 def pays(p) -> int:
     """k for a whole tile of plan `p` when its model cycles are under GAIN x the other forms', else 0."""
-    if p.layout != "rows" or not p.dense or L.device_nbytes(p.cdt) != 4:
+    if p.layout != "rows" or not p.dense:
         return 0
-    best, k_best = GAIN * serial_cycles(p.R, p.W, p.dense, p.scan.exclusive), 0
+    wc, es = carry_lanes(p), L.device_nbytes(p.cdt)
+    best, k_best = GAIN * serial_cycles(p.R, p.W, p.dense, p.scan.exclusive, es), 0
     for k in range(2, p.R // MIN_ROWS + 1):
         if p.R % k or (p.W * k) % L.PITCH:
             continue
-        c = subseg_cycles(p.R, p.W, k)
+        c = subseg_cycles(p.R, p.W, k, es, wc)
         if c < best:
             best, k_best = c, k
     return k_best
+
+
+def carry_lanes(p) -> int:
+    """Lanes of the carries' tiles: W rounded up to whole vector units of the computed type (a narrower chunk
+    leaves slack lanes, computed and never read)."""
+    return L.round_up(p.W, L.VECTOR_ALIGN // L.device_nbytes(p.cdt))
 
 
 def whole(t: str, rows: int, cols: int) -> ir.Ref:
@@ -117,19 +125,21 @@ def steps(K, k: int, ev: ir.Ref | None, tv: str | None) -> tuple[list, str]:
                      ir.Call("transpose", (whole(ev.name, W, p.R), B.c(lanes))))]
     floats = p.cdt in (ir.DType.f32, ir.DType.f16, ir.DType.bf16)
     ident = identity(p.scan.op, floats, None if floats else "int32")
-    tot = vector(K.alloc("ts_", p.cdt, (lanes,)), lanes)
-    out.append(ir.Assign(tot, B.c(ident)))
+    wc = carry_lanes(p)   # the carries' rows: whole vector units (W = 16 f32 lanes: 16 lanes of slack)
+    ts = K.alloc("ts_", p.cdt, (wc * k,))
+    tot = vector(ts, lanes)
+    out.append(ir.Assign(vector(ts, wc * k), B.c(ident)))
     out += serial_steps(p.scan, vt, vo, r, lanes, tot)          # local scans; `ts_` their totals, (l, g) order
-    tt = K.alloc("tt_", p.cdt, (k, W))
-    ct = K.alloc("ct_", p.cdt, (k, W))
-    acc = vector(K.alloc("acc_", p.cdt, (max(2, W),)), W)
-    out.append(ir.Assign(whole(tt, k, W), ir.Call("transpose", (tot, B.c(W)))))
+    tt = K.alloc("tt_", p.cdt, (k, wc))
+    ct = K.alloc("ct_", p.cdt, (k, wc))
+    acc = vector(K.alloc("acc_", p.cdt, (max(2, wc),)), wc)
+    out.append(ir.Assign(whole(tt, k, wc), ir.Call("transpose", (vector(ts, wc * k), B.c(wc)))))
     carries = copy.copy(p.scan)
     carries.exclusive = True
-    out += serial_steps(carries, tt, ct, k, W, acc)   # each sub-segment's carry; `acc_` the tile's total
-    cv = vector(K.alloc("cv_", p.cdt, (lanes,)), lanes)
-    out.append(ir.Assign(cv, ir.Call("transpose", (whole(ct, k, W), B.c(k)))))
-    out.append(ir.Assign(whole(vo, r, lanes), comb(OPS[p.scan.op], cv, whole(vo, r, lanes))))
+    out += serial_steps(carries, tt, ct, k, wc, acc)   # each sub-segment's carry; `acc_` the tile's total
+    cv = K.alloc("cv_", p.cdt, (wc * k,))
+    out.append(ir.Assign(vector(cv, wc * k), ir.Call("transpose", (whole(ct, k, wc), B.c(k)))))
+    out.append(ir.Assign(whole(vo, r, lanes), comb(OPS[p.scan.op], vector(cv, lanes), whole(vo, r, lanes))))
     return out, vo
 
 
@@ -147,7 +157,7 @@ def finish(K, ev: ir.Ref | None, tv: str | None, k: int, s0, ns: int, l0, nl: in
         computes += [ir.Assign(whole(oh, r, lanes), ir.Call(p.ydt.value, (whole(vo, r, lanes),))),
                      ir.Assign(whole(h, p.W, p.R), back(oh))]
         K.stored.add(h)
-        return computes + [B.move("store", K.gdram(p.out.name, p.vars, s0, ns, l0, nl), K.region(h, FULL, nl, ns))]
+        return computes + [B.move("store", K.gdram(p.out.name, p.vars, s0, ns, l0, nl), K.region(h, FULL, nl, ns, moved=True))]
     o = ev.name if ev is not None else K.alloc("ov_", p.cdt, (p.W, p.R))
     computes.append(ir.Assign(whole(o, p.W, p.R), back(vo)))
     return computes + K.store(o, s0, ns, l0, nl)

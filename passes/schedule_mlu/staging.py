@@ -88,11 +88,10 @@ def stage_kernel(k: ir.Kernel, gdram: dict, machine: MluMachine = MLU370, pays: 
 
 
 def _stage(k: ir.Kernel, gdram: dict, m: MluMachine, pays: bool) -> ir.Kernel:
-    if dict(k.attrs).get("layout") == "dense":   # (its 2-D tiles are unpadded: the emitter merges their rows)
-        return k
+    dense = dict(k.attrs).get("layout") == "dense"   # (2-D tiles unpadded: a row's pitch is its columns)
     tiles = _nram_tiles(k.body)
     tasks = int(dict(k.attrs).get("task_dim", m.clusters * m.cores_per_cluster))
-    moves = [s for s in _moves(k.body) if _stageable(s, tiles, gdram, m, tasks, pays)]
+    moves = [s for s in _moves(k.body) if _stageable(s, tiles, gdram, m, tasks, pays, dense)]
     if not moves:
         return k
     runs: dict[ir.DType, int] = {}
@@ -169,7 +168,8 @@ def _length(i) -> int | None:
     return slice_extent(i.start, i.stop)
 
 
-def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int, pays: bool = True) -> bool:
+def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int, pays: bool = True,
+               dense: bool = False) -> bool:
     """A load or store between the padded rows of a 2-D NRAM tile and one contiguous GDRAM run, whose staging
     saves more GDRAM time than its on-core copy costs. The GDRAM rate is a task's share when as many tasks move
     such runs of the tensor at once as the kernel has tasks or the tensor has runs, whichever is fewer (a small
@@ -184,7 +184,7 @@ def _stageable(s: ir.Move, tiles: dict, gdram: dict, m: MluMachine, tasks: int, 
     if idx is None or not all(isinstance(i, ir.Slice) for i in idx):
         return False
     rows, cols = (_length(i) for i in idx)
-    if rows is None or cols is None or rows < 2 or cols == L.pitch(t.shape):
+    if rows is None or cols is None or rows < 2 or cols == (t.shape[-1] if dense else L.pitch(t.shape)):
         return False   # (one row, or rows that are contiguous in NRAM too: the emitter merges them itself)
     run = contiguous_run(gr, g)
     if run != rows * cols:

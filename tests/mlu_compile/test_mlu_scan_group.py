@@ -14,7 +14,7 @@ import pytest
 from gir import ir
 from gir.parser import parse_text
 from gir.passes.schedule_mlu import schedule_mlu
-from gir.passes.schedule_mlu import scan_group
+from gir.passes.schedule_mlu import scan_group, scan_size
 from gir.passes.schedule_mlu.scan_group import order_scans
 from gir.passes.schedule_mlu.schedule import func_info, specialize
 from gir.targets.mlu.run import run_func
@@ -90,9 +90,12 @@ SAMPLE = """func cp(x: f32[M, N], w: f32[N]) -> (c: f32[M, N], p: f32[M, N]) {
 
 
 @pytest.mark.parametrize("sizes", [{"M": 1024, "N": 1024}, {"M": 700, "N": 1031}])
-def test_forward_and_reverse_scans_read_x_once(sizes):
+def test_forward_and_reverse_scans_read_x_once(sizes, monkeypatch):
     """samples/cumsum.gir's two row scans: one kernel; the reverse one walks back over tiles kept in SRAM, so the
-    kernel reads x (and w per tile) once: GDRAM traffic is the compulsory bytes plus w's re-reads."""
+    kernel reads x (and w per tile) once: GDRAM traffic is the compulsory bytes plus w's re-reads. (At 700 x 1,031
+    two kernels of whole-row units, scan_size.py `row_units`, are faster -- 1.635x the DMA roofline against the
+    group's 1.943x -- and taken; left out here.)"""
+    monkeypatch.setattr(scan_size, "row_units", lambda *a: [])
     n, remarks = _kernels(SAMPLE, sizes)
     assert n == 1
     said = [r.message for r in remarks if "run as one kernel" in r.message]

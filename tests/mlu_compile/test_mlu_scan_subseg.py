@@ -40,9 +40,9 @@ def test_random_row_scans_in_sub_segments(seed, monkeypatch):
     """Every tile that may scan in sub-segments does (the cost model's choice bypassed), at the k it would take."""
     orig = scan_subseg.subsegments
 
-    def forced(p, ns, last, carry_row):
+    def forced(p, *a):
         p.subseg = True
-        return orig(p, ns, last, carry_row)
+        return orig(p, *a)
     monkeypatch.setattr(scan_subseg, "subsegments", forced)
     monkeypatch.setattr(scan_subseg, "GAIN", 10.0)   # (the k of least model cycles, whatever the other forms')
     rng = random.Random(seed)
