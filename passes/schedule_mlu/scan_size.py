@@ -280,6 +280,8 @@ def row_units(spec: ir.Func, info, plan, name: str) -> list:
             continue
         fitted = False
         for step in sorted({w, dealt(plan, w)}, reverse=True):
+            if step != w and -(-plan.nlanes // step) == -(-plan.nlanes // w):
+                continue   # (dealt into as many chunks: the same units)
             plan.W, plan.step = w, step
             plan.chunks = -(-plan.nlanes // step)
             plan.units = plan.n_other * plan.chunks
