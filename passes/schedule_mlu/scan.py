@@ -113,6 +113,7 @@ class _Kernel:
         self.carry_row = None   # lanes(): the row a tile's carry comes from, when not its last (scan_steps.py)
         self.shift = 0          # lanes(): pad positions before a tile's real ones (a reverse one-tile unit)
         self.hoisted: list | None = None   # units_pipelined: the per-position operands loaded once per core
+        self.hoisting = False   # units_pipelined: per-position operands are loaded once per core (`hoists`)
         p = plan
         for x in walk(p.scan.arg):
             if isinstance(x, ir.Ref):
@@ -237,7 +238,7 @@ class _Kernel:
         """Whether an operand of `kind` indexed by `names` is loaded once per core (stage 'core'): a per-position
         operand (`w[j]`) of one-tile units of the rows layout, the same tile for every unit."""
         p = self.p
-        return self.hoisted is not None and p.layout == "rows" and kind == COL and names == [p.axis]
+        return self.hoisting and p.layout == "rows" and kind == COL and names == [p.axis]
 
     def operand(self, s0, ns: int, l0, nl: int) -> tuple[list, ir.Ref]:
         """(loads and computes, the full tile holding E) of a tile of `ns` scan rows and `nl` lanes."""
@@ -371,8 +372,8 @@ class _Kernel:
             # (a reverse scan in sub-segments lands its positions at the tile's end: the pads come last in its
             # order; the per-position operands are loaded once per core)
             self.shift = p.R - p.S if p.scan.reverse and subseg.subsegments(p, p.S, True, None, True) else 0
-            if self.hoisted == []:
-                self.hoisted = self.loads(B.c(0), p.S, l0, nl, "core")
+            if self.hoisted is None:   # (once: the same for every unit; no lane offset, they have no lane axis)
+                self.hoisted = self.loads(B.c(0), p.S, B.c(0), nl, "core")
             steps = body[:-1] + self.tile(B.c(0), p.S, l0, nl, "tile")
             self.shift = 0
             load = lambda x: isinstance(x, ir.Move) and x.kind == "load"   # noqa: E731 (GDRAM reads: hoisted)
@@ -414,7 +415,7 @@ class _Kernel:
         over those of the last, narrower chunk (a condition in the unit's body would stop the pipeline). A f16
         cumsum along rows of 527 at 12,320 rows (385 units of 32 lanes): 2.435x -> 1.377x the DMA roofline."""
         p = self.p
-        self.hoisted = []
+        self.hoisting, self.hoisted = True, None
         radix = [(f"u_{v}", p.shape[v]) for v in p.units_vars]
         wl = p.nlanes - (p.chunks - 1) * p.step
         whole = p.chunks if wl == p.step else p.chunks - 1
@@ -436,7 +437,7 @@ class _Kernel:
                 body = [ir.For("c_", B.c(0), B.c(1), tuple(body))]
             loops.append(ir.For("it_", B.c(0), unit_trips(p.n_other, p.tasks, task), tuple(body)))
         par = ir.Parallel("task_", B.c(0), B.c(p.tasks), ir.ParLevel.core,
-                          tuple(self.allocs.values()) + tuple(self.hoisted) + tuple(loops))
+                          tuple(self.allocs.values()) + tuple(self.hoisted or ()) + tuple(loops))
         attrs = (("task_dim", str(p.tasks)),) + ((("pipeline", "units"),) if all(map(_staged, bodies)) else ())
         return ir.Kernel(self.name, (par,), attrs)
 

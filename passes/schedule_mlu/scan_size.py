@@ -268,12 +268,21 @@ def row_units(spec: ir.Func, info, plan, name: str) -> list:
     form's rows (W k lanes) and carries (`carry_lanes`) allow -- more units, so less imbalance between the cores.
     (A f16 `cumsum(x * w[j], j)` at 4,392 x 1,207: tiles of 640 positions in 32-lane chunks walked twice and
     doubling, or 448 in 64-lane chunks in sub-segments, 1.95x-2.2x the DMA roofline; one 16-lane tile a unit,
-    1.36x.)"""
+    1.27x.)"""
+    if plan.layout != "rows" or plan.lane is None:
+        return []
+    kept = {a: getattr(plan, a) for a in GEOMETRY}
+    try:
+        return _row_units(spec, info, plan, name)
+    finally:
+        for a, v in kept.items():   # (the plan as it came: unit_items sets the chosen geometry)
+            setattr(plan, a, v)
+
+
+def _row_units(spec: ir.Func, info, plan, name: str) -> list:
     from gir.passes.schedule_mlu.cost import estimate
     from gir.passes.schedule_mlu.scan import _dense, _Kernel
     from gir.passes.schedule_mlu.scan_subseg import pays
-    if plan.layout != "rows" or plan.lane is None:
-        return []
     out, R, widths = [], L.round_up(plan.S, L.PITCH), 0
     for w in ROW_LANES:
         if w * R > ROW_TILE or w >= 2 * L.round_up(plan.nlanes, ROW_LANES[-1]) or widths == ROW_TRIES:

@@ -21,8 +21,10 @@ k = 16 takes 32 + 16 steps instead of 512, at the price of NRAM (the [r, W k] ti
 the tiles that keep it) and of the tile's other work staying as it was. So it is a candidate: scan_size.py sizes
 and times the unit kernel with it (`plan.subseg`) and without, and the cost model picks. With it, a tile takes the
 k of least model cycles (`subseg_cycles`) when under GAIN x the serial or doubling form's; a tile whose positions
-are all real, or the last tile of a forward walk (the positions past the real ones only feed sub-segments after
-them); the tiles of overlapping walks keep the serial form (their carry comes from a row inside the tile).
+are all real, the last tile of a forward walk (the positions past the real ones only feed sub-segments after
+them), or a reverse one-tile unit whose positions end at the tile's end (scan.py `_Kernel.shift`: the pads come
+last in its order); the tiles of overlapping walks keep the serial form (their carry comes from a row inside the
+tile).
 """
 from __future__ import annotations
 
@@ -157,7 +159,8 @@ def finish(K, ev: ir.Ref | None, tv: str | None, k: int, s0, ns: int, l0, nl: in
         computes += [ir.Assign(whole(oh, r, lanes), ir.Call(p.ydt.value, (whole(vo, r, lanes),))),
                      ir.Assign(whole(h, p.W, p.R), back(oh))]
         K.stored.add(h)
-        return computes + [B.move("store", K.gdram(p.out.name, p.vars, s0, ns, l0, nl), K.region(h, FULL, nl, ns, moved=True))]
+        dst = K.gdram(p.out.name, p.vars, s0, ns, l0, nl)
+        return computes + [B.move("store", dst, K.region(h, FULL, nl, ns, moved=True))]
     o = ev.name if ev is not None else K.alloc("ov_", p.cdt, (p.W, p.R))
     computes.append(ir.Assign(whole(o, p.W, p.R), back(vo)))
     return computes + K.store(o, s0, ns, l0, nl)

@@ -1,5 +1,5 @@
-"""Whole-row units of the MLU row scan (passes/schedule_mlu/scan_size.py `row_units`): a unit is W lanes (16, 32
-or 64) of whole rows, one tile scanned in sub-segments, the unit loop software-pipelined and the per-position
+"""Whole-row units of the MLU row scan (passes/schedule_mlu/scan_size.py `row_units`): a unit is W lanes (8 to
+256) of whole rows, one tile scanned in sub-segments, the unit loop software-pipelined and the per-position
 operands loaded once per core; a reverse scan lands its positions at the tile's end (scan.py `_Kernel.shift`).
 Values against numpy with the form forced (seeded random programs: every op, form and element type, weighted,
 per-lane operands, rank 3, sizes 1 / primes / tails); the 16-lane carries; the simulated times it buys."""
