@@ -9,6 +9,8 @@ granule grid and touch 8.75 granules on average (1.11x), and a store reads back 
                                      ->    copy t[s, 0:R, 0:C] <- stg_[0:R*C]     (on-core move to the padded rows)
 
 and a store the other way round (a copy into the run, then one segment to GDRAM). Both keep the move's `async`.
+In a `layout=dense` kernel 2-D tiles are unpadded, and a tile is staged the same way when its rows are longer than
+the moved ones (a scan's tile of 448 positions for rows of 404, scan_size.py `row_units`).
 One staging run per element type serves every such move of a kernel: all DMAs of a core (GDRAM and on-core)
 run on its IO pipe in issue order (targets/mlu/timing.py), so a staged copy has read the run before the next
 move writes it.

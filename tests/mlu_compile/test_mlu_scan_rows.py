@@ -135,3 +135,17 @@ def test_time_of_whole_row_units(t, op, e, flags, sizes, bound, before):
     res = run_func(f, None, sizes, values=False)
     ratio = res.stats["seconds"] / (compulsory_bytes(f, sizes) / 307e9)
     assert ratio < bound < before, ratio
+
+
+@pytest.mark.parametrize("t,op", [("f16", "cumsum"), ("bf16", "cummax"), ("f16", "cumprod")])
+def test_dense_kernels_staged(t, op, whole_rows):
+    """A `layout=dense` kernel whose tile rows (448) are longer than the moved ones (404) goes through the
+    dense-staging run (staging.py: the tile's own row length is the pitch there), into and out of the columns a
+    reverse scan's positions land in (`o_h + 44`); values against numpy."""
+    sizes, operands = {"M": 300, "N": 404}, {"w": "j"}
+    e = "x[i, j]" if op != "cumprod" else "1.0 + x[i, j] * 0.001"
+    src = (f"func f(x: {t}[M, N], w: {t}[N]) -> (y: {t}[M, N]) {{\n"
+           f"  y[i, j] = {op}(({e}) * w[j], j, reverse=1)\n}}\n")
+    ok, text = _agrees(src, sizes, operands, op, t, 0, 1, 3)
+    assert ok and "stg_" in text, src
+    assert re.search(r"o_h \+ [^;]*\+ 44", text) or "o_h + 44" in text
