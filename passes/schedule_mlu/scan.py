@@ -172,6 +172,10 @@ class _Kernel:
             return B.ref(name, B.sl(0, nr), B.sl(0, 1))
         return B.ref(name, B.sl(at, nc))
 
+    def acc(self, nl: int) -> ir.Ref:
+        """The unit's carry over `nl` lanes (allocated whole vector units wide: scan_subseg.py `carry_lanes`)."""
+        return B.ref(self.alloc("acc_", self.p.cdt, (max(2, subseg.carry_lanes(self.p)),)), B.sl(0, nl))
+
     def computed(self, ns: int) -> int:
         """Positions a tile's computes span: all of them when its real ones follow pads (`shift`)."""
         return self.p.R if self.shift else ns
@@ -194,8 +198,8 @@ class _Kernel:
         if stage == "unit":
             return self.loads(s0, ns, l0, nl, "unit")
         p = self.p
-        k = subseg.subsegments(p, ns, ns < p.R, self.carry_row, self.shift > 0)   # (a tile of fewer positions
-        #                                                                             ends its walk)
+        # (a tile of fewer positions ends its walk)
+        k = subseg.subsegments(p, ns, ns < p.R, self.carry_row, self.shift > 0)
         raw = self.raw() if p.layout == "rows" else None
         if raw:   # rows: the 16-bit landing tile transposed as it is (half the units), widened after
             land = B.ref(f"{raw}_h", B.sl(0, p.W), B.sl(0, p.R))
@@ -347,7 +351,7 @@ class _Kernel:
         """The row steps of the scan of tile `e` ([ns rows, nl lanes], scan orientation), carried in `acc_`
         (passes/schedule_mlu/scan_steps.py). Returns (steps, the tile holding the result)."""
         p = self.p
-        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, subseg.carry_lanes(p)),)), B.sl(0, nl))
+        acc = self.acc(nl)
         units = -(-p.W * L.device_nbytes(p.cdt) // L.VECTOR_ALIGN)
         carry = self.carry_row
         if doubling_pays(ns, units, p.dense, p.scan.exclusive):
@@ -366,7 +370,7 @@ class _Kernel:
         else:
             s0, ts0 = B.mul(k, p.R), B.c(p.S - tail)
         ident = identity(p.scan.op, p.cdt in FLOATS, None if p.cdt in FLOATS else "int32")
-        acc = B.ref(self.alloc("acc_", p.cdt, (max(2, subseg.carry_lanes(p)),)), B.sl(0, nl))
+        acc = self.acc(nl)
         body = self.tile(B.c(0), p.R, l0, nl, "unit") + [ir.Assign(acc, B.c(ident))]
         if single_tile(p):   # the unit's loads first, then its computes, then its stores: pipelined across units
             # (a reverse scan in sub-segments lands its positions at the tile's end: the pads come last in its
