@@ -9,7 +9,7 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
   loops multiply their bodies by their trip counts (a body whose cost depends on the loop variable -- a tail tile,
   a prologue condition, a short last work unit -- counts its first and last iterations once and its middle one
   for the others), `if`s whose conditions are index expressions take their branch; a compute or a move is
-  evaluated once per value of the index variables its regions' extents depend on, not per place (`_extent_vars`);
+  evaluated once per value of the index variables its regions' extents depend on, not per place (`extent_vars`);
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
   traffic counted as the simulator counts it, every `dma_granularity` granule a segment touches plus a granule
   read again per partially written one, segments that repeat with strides off the granule grid averaged over
@@ -24,7 +24,9 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
   thread, and every instruction one statement to issue;
 * `sync @cluster` and all-core syncs cost their barrier cycles;
 * a task's time is max(IO, compute + scalar) when the kernel's loops can overlap loads with compute (the
-  software-pipeline pass runs after the schedule) and the sum otherwise; a kernel takes its slowest task.
+  software-pipeline pass runs after the schedule) and the sum otherwise: a pipelined loop of n trips takes
+  n x max(IO, work) of a trip plus its fill and drain, min(IO, work), shared with the loop right before it (its
+  drain overlaps the next one's fill); a kernel takes its slowest task.
 
 It is an estimate for ranking: differences of a few percent are noise (the ranking policy's tie), large ones (a
 kernel that runs on one core of 32, one vector op per row instead of per tile, a slab read twice) are what it
@@ -37,11 +39,11 @@ import math
 from dataclasses import dataclass, field
 
 from gir import ir
-from gir.affine import eval_int, free_vars, slice_extent, to_affine
+from gir.affine import free_vars
 from gir.walk import map_children, stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.cost_regions import extents, gdram_bytes, int_value, onchip_run, truth
+from gir.passes.schedule_mlu.cost_regions import extent_vars, extents, gdram_bytes, int_value, onchip_run, tasks_of, truth
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 from gir.passes.middle.search.ranking import policy
@@ -129,7 +131,7 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
     # the moves the dense-staging pass will stage (it runs after pipelining; its choice does not depend on it)
     k = stage_kernel(k, {n: t for n, (t, level) in types.items() if level.off_chip}, m)
     tasks: list[tuple[dict, tuple]] = []
-    _tasks(k.body, {}, tasks)
+    tasks_of(k.body, {}, tasks)
     n = max(1, len(tasks))
     for a in walk_stmts(k.body):
         if isinstance(a, ir.Alloc):
@@ -162,41 +164,6 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
                       sum(c.gdram for c in costs))
 
 
-def _extent_vars(s) -> set[str]:
-    """The index variables the extents of the regions of a compute or a move depend on: those of slices whose
-    length is not a constant, of a compute's value outside its regions, none of a slice `a .. a + n` or a point."""
-    out: set[str] = set()
-    refs = [s.dst, s.src] if isinstance(s, ir.Move) else [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
-    for r in refs:
-        for i in r.index:
-            if isinstance(i, ir.Slice) and not _const_length(i) and slice_extent(i.start, i.stop) is None:
-                out |= free_vars(i.start) | free_vars(i.stop)
-    if isinstance(s, ir.Assign):   # (values outside the regions: scalars of the control thread)
-        out |= {x.name for x in walk(s.value) if isinstance(x, ir.Var)} - \
-            {v for r in refs[1:] for i in r.index for v in free_vars(i)}
-    return out
-
-
-def _const_length(i: ir.Slice) -> bool:
-    a, b = to_affine(i.start), to_affine(i.stop)
-    return a is not None and b is not None and (b - a).is_const
-
-
-def _tasks(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
-    """(index environment, body) of every task: the points of the @cluster / @core parallel loops. Statements of
-    an outer level (a cluster's SRAM loads before its cores start) are counted in each task under it: its cores
-    wait for them."""
-    pars = [s for s in body if isinstance(s, ir.Parallel) and s.level in (ir.ParLevel.cluster, ir.ParLevel.core)]
-    rest = outer + tuple(s for s in body if not isinstance(s, ir.Alloc) and s not in pars)
-    if not pars:
-        if rest:
-            out.append((env, rest))
-        return
-    for p in pars:
-        for v in range(eval_int(p.lo, env), eval_int(p.hi, env)):
-            _tasks(p.body, {**env, p.var: v}, out, rest)
-
-
 class _Walker:
     def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool,
                  memo: dict | None = None, names: tuple | None = None):
@@ -205,17 +172,24 @@ class _Walker:
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
         self.env: dict = {}
+        self.edge = 0.0   # the fill / drain cycles of the last pipelined loop walked (`block`)
         self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks
         # the index variables of loops and leaves, by statement id, and the statements they name (kept alive: ids
         # stay unique); shared by a kernel's two walks too
         self.memo, self.leaf_vars, self.keep = names if names is not None else ({}, {}, [])
 
     def block(self, body, env: dict, c: TaskCost) -> None:
+        edge = 0.0   # the fill / drain of the pipelined loop just walked (0: none)
         for s in body:
             if isinstance(s, (ir.Assign, ir.Move)):   # leaves: their cost depends only on the indices they use
                 self.leaf(s, env, c)
-            else:
+            elif not isinstance(s, ir.Alloc):
+                self.edge = 0.0
                 getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
+                # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps the
+                # second one's fill (its first loads), which wait for nothing the first computes
+                c.time -= min(edge, self.edge)
+            edge = self.edge if isinstance(s, ir.For) else 0.0 if not isinstance(s, ir.Alloc) else edge
 
     def leaf(self, s, env: dict, c: TaskCost) -> None:
         """A compute or a move, memoised on the values of the index variables its regions' extents depend on:
@@ -248,8 +222,11 @@ class _Walker:
         got = self.leaf_memo.get(key)
         if got is None:
             got = TaskCost()
+            self.edge = 0.0
             self._loop(s, env, got)
-            self.leaf_memo[key] = got
+            self.leaf_memo[key] = got, self.edge
+        else:
+            got, self.edge = got
         c.add(got)
 
     def _outer_vars(self, s: ir.For) -> tuple:
@@ -288,6 +265,9 @@ class _Walker:
             # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
             io, work = body.pipes(self.rate)
             time = trips * max(io, work) + min(io, work)
+            self.edge = min(io, work)
+        else:
+            self.edge = 0.0
         c.add(body, trips)
         c.time += time - body.time * trips
 
@@ -303,7 +283,7 @@ class _Walker:
 
     def _vars(self, s: ir.For) -> set[str]:
         """The index variables the cost of the loop's body depends on: its loops' bounds, its conditions and the
-        extents of its regions (`_extent_vars`), not where the regions lie."""
+        extents of its regions (`extent_vars`), not where the regions lie."""
         key = id(s)
         if key not in self.memo:
             names: set[str] = set()
@@ -318,10 +298,10 @@ class _Walker:
         return self.memo[key][1]
 
     def _leaf_names(self, s) -> tuple:
-        """`_extent_vars` of a compute or a move, sorted, once per statement."""
+        """`extent_vars` of a compute or a move, sorted, once per statement."""
         names = self.leaf_vars.get(id(s))
         if names is None:
-            names = tuple(sorted(_extent_vars(s)))
+            names = tuple(sorted(extent_vars(s)))
             self.leaf_vars[id(s)] = names
             self.keep.append(s)   # (ids stay unique while the walker lives)
         return names

@@ -1,12 +1,14 @@
-"""The MLU cost model's view of regions and index expressions (cost.py): the GDRAM bytes a move of a region costs
-as the simulator counts them, a region's extents, and index values and conditions under a task's bound indices
-(None when they depend on something unbound)."""
+"""The MLU cost model's view of tasks, regions and index expressions (cost.py): a kernel's tasks, the index
+variables a statement's cost depends on, the GDRAM bytes a move of a region costs as the simulator counts them, a
+region's extents, and index values and conditions under a task's bound indices (None when they depend on something
+unbound)."""
 from __future__ import annotations
 
 import math
 
 from gir import ir
-from gir.affine import eval_int
+from gir.affine import eval_int, free_vars, slice_extent, to_affine
+from gir.walk import walk
 from gir.passes.schedule_mlu import layout as L
 
 
@@ -113,3 +115,38 @@ def truth(e, env: dict) -> bool | None:
         return None if a is None else not a
     v = int_value(e, env)
     return None if v is None else v != 0
+
+
+def extent_vars(s) -> set[str]:
+    """The index variables the extents of the regions of a compute or a move depend on: those of slices whose
+    length is not a constant, of a compute's value outside its regions, none of a slice `a .. a + n` or a point."""
+    out: set[str] = set()
+    refs = [s.dst, s.src] if isinstance(s, ir.Move) else [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
+    for r in refs:
+        for i in r.index:
+            if isinstance(i, ir.Slice) and not _const_length(i) and slice_extent(i.start, i.stop) is None:
+                out |= free_vars(i.start) | free_vars(i.stop)
+    if isinstance(s, ir.Assign):   # (values outside the regions: scalars of the control thread)
+        out |= {x.name for x in walk(s.value) if isinstance(x, ir.Var)} - \
+            {v for r in refs[1:] for i in r.index for v in free_vars(i)}
+    return out
+
+
+def _const_length(i: ir.Slice) -> bool:
+    a, b = to_affine(i.start), to_affine(i.stop)
+    return a is not None and b is not None and (b - a).is_const
+
+
+def tasks_of(body: tuple, env: dict, out: list, outer: tuple = ()) -> None:
+    """(index environment, body) of every task: the points of the @cluster / @core parallel loops. Statements of
+    an outer level (a cluster's SRAM loads before its cores start) are counted in each task under it: its cores
+    wait for them."""
+    pars = [s for s in body if isinstance(s, ir.Parallel) and s.level in (ir.ParLevel.cluster, ir.ParLevel.core)]
+    rest = outer + tuple(s for s in body if not isinstance(s, ir.Alloc) and s not in pars)
+    if not pars:
+        if rest:
+            out.append((env, rest))
+        return
+    for p in pars:
+        for v in range(eval_int(p.lo, env), eval_int(p.hi, env)):
+            tasks_of(p.body, {**env, p.var: v}, out, rest)
