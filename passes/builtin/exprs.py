@@ -20,7 +20,17 @@ def refs(e) -> list[ir.Ref]:
 
 
 def var_names(e) -> set[str]:
-    return {x.name for x in walk(e) if isinstance(x, ir.Var)}
+    """The names of the variables in `e` (a new set), memoised per expression object: the GPU search asks for
+    those of the same references once per configuration it estimates."""
+    hit = _VAR_NAMES.get(id(e))
+    if hit is None or hit[0] is not e:
+        if len(_VAR_NAMES) >= 65536:
+            _VAR_NAMES.clear()
+        hit = _VAR_NAMES[id(e)] = (e, frozenset(x.name for x in walk(e) if isinstance(x, ir.Var)))
+    return set(hit[1])
+
+
+_VAR_NAMES: dict[int, tuple] = {}   # id(expression) -> (the expression, kept alive so the id stays its, names)
 
 
 def value_vars_of(e) -> set[str]:

@@ -332,6 +332,16 @@ def _op_bytes(a, kern, cfg, r: ir.Ref, ext, blocks, team_iters, sweep_trips, nsw
 
 
 def _sweeps_using(a, r: ir.Ref, nsweeps: int) -> int:
+    """The sweeps of the group whose expressions read `r` (memoised per reference object: the same for every
+    configuration)."""
+    memo = a.__dict__.setdefault("_sweeps_using", {})
+    hit = memo.get(id(r))
+    if hit is None or hit[0] is not r:
+        hit = memo[id(r)] = (r, _count_sweeps(a, r))
+    return hit[1]
+
+
+def _count_sweeps(a, r: ir.Ref) -> int:
     n = 0
     for p in range(a.nphases):
         if any(r == x for s in a.slots if s.phase == p for x in _refs(s.arg)):

@@ -13,6 +13,7 @@ Samples with other dims get sizes with a comparable total (~16M elements in the 
   scaled_causal_softmax  B=2, H=2, S=2048     (16.8M)
   permute0213            B=16, S=512, H=16, D=128    (16.8M)
   reduce_mid             B=16, S=1024, D=1024 (16.8M)
+  cumsum                 M = N = 2048 (4.2M: a known gap, bounded by KNOWN below, not the 1.05x goal)
 """
 from __future__ import annotations
 
@@ -47,15 +48,17 @@ SIZES = {
     # issue 13's constructs: quasi-affine indices (D = 2K), a reshape view (4 groups: C % 4 == 0)
     "rope_flat": {"S": 4096, "D": 1024, "K": 512},
     "group_norm_view": {"N": 16, "C": 32, "H": 64, "W": 64},   # groups of 8 x 4096, as group_norm above
+    "cumsum": {"M": 2048, "N": 2048},   # (4.2M elements: a known gap, KNOWN below, in a third of 4,096^2's time)
 }
 # programs written to test the class a schedule belongs to (any axis, broadcasts, cross-team reductions)
 GENERALITY = {"softmax_axis0", "softmax_mid", "softmax_col", "layernorm_bwd", "rope", "broadcast_scale",
               "channel_stats", "group_norm_affine"}
 GENERALITY_GOAL = 1.10
-XFAIL: dict[str, str] = {   # group_norm, layernorm_768, onehot fixed
-    "cumsum": "1.28x: its two scans along j share one kernel (x read once, w once per 8 rows), but the reverse "
-              "scan along i is a second kernel reading x again: a column scan and row scans share no team without "
-              "a look-back across blocks"}
+# known gaps: (goal, why) -- each a bound the sample must keep, not an expected failure
+KNOWN: dict[str, tuple[float, str]] = {
+    "cumsum": (1.35, "1.324x at 2,048^2 (1.28x at 4,096^2): its two scans along j share one kernel (x read once, w "
+                     "once per 8 rows), but the reverse scan along i is a second kernel reading x again: a column "
+                     "scan and row scans share no team without a look-back across blocks")}
 GOAL = 1.05
 ROWS: dict[str, tuple] = {}
 
@@ -65,8 +68,7 @@ def _sizes(func, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=XFAIL[n], strict=False))
-                                  if n in XFAIL else n for n in SAMPLES])
+@pytest.mark.parametrize("name", SAMPLES)
 def test_global_bytes_within_goal_of_compulsory(name):
     func = parse_file(f"samples/{name}.gir").funcs[0]
     sizes = _sizes(func, name)
@@ -77,7 +79,7 @@ def test_global_bytes_within_goal_of_compulsory(name):
     ratio = st.global_bytes / (read + written)
     ROWS[name] = (sizes, st.global_read_bytes, read, st.global_write_bytes, written, ratio, len(low.kernels))
     print(_row(name, ROWS[name]))
-    goal = GENERALITY_GOAL if name in GENERALITY else GOAL
+    goal = KNOWN[name][0] if name in KNOWN else GENERALITY_GOAL if name in GENERALITY else GOAL
     assert ratio <= goal, f"{name}: {ratio:.3f}x compulsory"
 
 
