@@ -172,24 +172,24 @@ class _Walker:
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
         self.env: dict = {}
-        self.edge = 0.0   # the fill / drain cycles of the last pipelined loop walked (`block`)
+        self.edge = (0.0, 0.0)   # the last pipelined loop walked: (fill it can overlap, drain) cycles (`block`)
         self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks
         # the index variables of loops and leaves, by statement id, and the statements they name (kept alive: ids
         # stay unique); shared by a kernel's two walks too
         self.memo, self.leaf_vars, self.keep = names if names is not None else ({}, {}, [])
 
     def block(self, body, env: dict, c: TaskCost) -> None:
-        edge = 0.0   # the fill / drain of the pipelined loop just walked (0: none)
+        drain = 0.0   # the drain of the pipelined loop just walked (0: none)
         for s in body:
             if isinstance(s, (ir.Assign, ir.Move)):   # leaves: their cost depends only on the indices they use
                 self.leaf(s, env, c)
             elif not isinstance(s, ir.Alloc):
-                self.edge = 0.0
+                self.edge = (0.0, 0.0)
                 getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
                 # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps the
                 # second one's fill (its first loads), which wait for nothing the first computes
-                c.time -= min(edge, self.edge)
-            edge = self.edge if isinstance(s, ir.For) else 0.0 if not isinstance(s, ir.Alloc) else edge
+                c.time -= min(drain, self.edge[0])
+            drain = self.edge[1] if isinstance(s, ir.For) else 0.0 if not isinstance(s, ir.Alloc) else drain
 
     def leaf(self, s, env: dict, c: TaskCost) -> None:
         """A compute or a move, memoised on the values of the index variables its regions' extents depend on:
@@ -222,7 +222,7 @@ class _Walker:
         got = self.leaf_memo.get(key)
         if got is None:
             got = TaskCost()
-            self.edge = 0.0
+            self.edge = (0.0, 0.0)
             self._loop(s, env, got)
             self.leaf_memo[key] = got, self.edge
         else:
@@ -265,18 +265,31 @@ class _Walker:
             # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
             io, work = body.pipes(self.rate)
             time = trips * max(io, work) + min(io, work)
-            self.edge = min(io, work)
+            # (a loop without loads -- stores of tiles computed on chip -- starts with a compute, which waits
+            # for the loop before it: nothing to overlap)
+            self.edge = (min(io, work) if self._loads(s) else 0.0, min(io, work))
         else:
-            self.edge = 0.0
+            self.edge = (0.0, 0.0)
         c.add(body, trips)
         c.time += time - body.time * trips
+
+    def _body(self, s: ir.For) -> list:
+        """The statements of a loop's body the software-pipeline pass stages (through the one-trip loops of a
+        `pipeline=units` kernel's work-unit loop)."""
+        body = list(s.body)
+        while self.through and len(body) == 1 and is_one_trip(body[0]):
+            body = list(body[0].body)
+        return body
+
+    def _loads(self, s: ir.For) -> bool:
+        """A pipelined loop that loads: moves into NRAM from another level."""
+        return any(isinstance(x, ir.Move) and self.types[x.dst.name][1] == ir.Level.nram and
+                   self.types[x.src.name][1] != ir.Level.nram for x in self._body(s))
 
     def _pipelined(self, s: ir.For) -> bool:
         """A tile loop the software-pipeline pass rewrites: GDRAM moves and vector compute directly in its body
         (or in the one-trip loops of a `pipeline=units` kernel's work-unit loop)."""
-        body = list(s.body)
-        while self.through and len(body) == 1 and is_one_trip(body[0]):
-            body = list(body[0].body)
+        body = self._body(s)
         moves = any(isinstance(x, ir.Move) and (self.types[x.src.name][1].off_chip or
                                                  self.types[x.dst.name][1].off_chip) for x in body)
         return moves and any(isinstance(x, ir.Assign) for x in body)
