@@ -186,9 +186,11 @@ class _Walker:
             elif not isinstance(s, ir.Alloc):
                 self.edge = (0.0, 0.0)
                 getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
-                # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps the
-                # second one's fill (its first loads), which wait for nothing the first computes
-                c.time -= min(drain, self.edge[0])
+                if isinstance(s, ir.For):
+                    # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps
+                    # the second one's fill (its first loads); not a loop inside an `if` (its branches' last loop
+                    # is not the statement's edge)
+                    c.time -= min(drain, self.edge[0])
             drain = self.edge[1] if isinstance(s, ir.For) else 0.0 if not isinstance(s, ir.Alloc) else drain
 
     def leaf(self, s, env: dict, c: TaskCost) -> None:
