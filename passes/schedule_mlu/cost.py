@@ -11,9 +11,9 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
   for the others), `if`s whose conditions are index expressions take their branch; a compute or a move is
   evaluated once per value of the index variables its regions' extents depend on, not per place (`extent_vars`);
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
-  traffic counted as the simulator counts it, every `dma_granularity` granule a segment touches plus a granule
-  read again per partially written one, segments that repeat with strides off the granule grid averaged over
-  the offsets they start at (`cost_regions.gdram_bytes`), at min(core DMA port, GDRAM bandwidth / busy tasks);
+  traffic counted as the simulator counts it (both sides of a GDRAM-to-GDRAM copy), every `dma_granularity`
+  granule a segment touches plus a granule read again per partially written one, segments that repeat with
+  strides off the granule grid averaged over the offsets they start at (`cost_regions.gdram_bytes`), at min(core DMA port, GDRAM bandwidth / busy tasks);
 * a compute statement costs what codegen/mlu/vecops.py emits for it: one vector op per operation of its
   expression (`vector_op_cycles` plus 128-byte units x the class's cycles: simple, div, special, reduce,
   convert -- the classes of workcount.py) over the emitter's length (a whole padded tile from row 0, rows at an
@@ -346,9 +346,14 @@ class _Walker:
             return
         nbytes = elems * st.dtype.nbytes
         if dlevel.off_chip or slevel.off_chip:
-            chip = s.src if dlevel.off_chip else s.dst
-            moved = gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, m.dma_granularity,
-                                 write=dlevel.off_chip, run=onchip_run(chip, self.types[chip.name][0], self.dense, env))
+            g = m.dma_granularity
+            if dlevel.off_chip and slevel.off_chip:   # GDRAM to GDRAM: the bytes read and the bytes written
+                moved = gdram_bytes(s.src, self.types, env, g, write=False) + \
+                    gdram_bytes(s.dst, self.types, env, g, write=True)
+            else:
+                chip = s.src if dlevel.off_chip else s.dst
+                moved = gdram_bytes(s.dst if dlevel.off_chip else s.src, self.types, env, g, write=dlevel.off_chip,
+                                    run=onchip_run(chip, self.types[chip.name][0], self.dense, env))
             cycles = m.gdram_latency_cycles
             c.gdram += moved
             c.time += moved / self.rate
