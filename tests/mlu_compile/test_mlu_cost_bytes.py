@@ -1,8 +1,9 @@
 """The MLU cost model counts GDRAM bytes as the simulator does (passes/schedule_mlu/cost_regions.py `gdram_bytes`,
 targets/mlu/dma.py): granules a segment touches, segments that start off the 64-byte grid (rows whose byte
-stride is not a multiple of 64), a granule read again per partially written one. The estimate ranks tile sizes
-by these bytes, so they must agree (within 2%: a loop whose body depends on its variable, a masked tail tile,
-is estimated as the mean of its first and last trips): scheduled programs with aligned and misaligned rows."""
+stride is not a multiple of 64), a granule read again per partially written one, both sides of a GDRAM-to-GDRAM
+copy. The estimate ranks tile sizes by these bytes, so they must agree (within 2%: a loop whose body depends on its
+variable, a masked tail tile, is estimated as the mean of its first and last trips): scheduled programs with
+aligned and misaligned rows, and a permutation copied GDRAM to GDRAM."""
 
 import pytest
 
@@ -18,6 +19,9 @@ CASES = [
     ("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  m[i] = max(x[i, j])\n  e[i, j] = exp(x[i, j] - m[i])\n"
      "  s[i] = sum(e[i, j])\n  y[i, j] = e[i, j] / s[i]\n}\n", {"M": 300, "N": 1000}),
     ("func f(x: bf16[M, N]) -> (y: bf16[N, M]) {\n  y[j, i] = x[i, j]\n}\n", {"M": 333, "N": 517}),
+    # a GDRAM-to-GDRAM copy (whole [S, D] planes of a 0213 permutation): the bytes of both sides
+    ("func f(x: f32[B, S, H, D]) -> (y: f32[B, H, S, D]) {\n  y[b, h, s, d] = x[b, s, h, d]\n}\n",
+     {"B": 2, "S": 256, "H": 16, "D": 64}),
 ]
 
 
