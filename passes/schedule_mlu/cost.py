@@ -13,7 +13,8 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
 * a DMA costs its latency (GDRAM, SRAM or on-core move) plus its bytes at the task's share of bandwidth: GDRAM
   traffic counted as the simulator counts it (both sides of a GDRAM-to-GDRAM copy), every `dma_granularity`
   granule a segment touches plus a granule read again per partially written one, segments that repeat with
-  strides off the granule grid averaged over the offsets they start at (`cost_regions.gdram_bytes`), at min(core DMA port, GDRAM bandwidth / busy tasks);
+  strides off the granule grid averaged over the offsets they start at (`cost_regions.gdram_bytes`), at
+  min(core DMA port, GDRAM bandwidth / busy tasks);
 * a compute statement costs what codegen/mlu/vecops.py emits for it: one vector op per operation of its
   expression (`vector_op_cycles` plus 128-byte units x the class's cycles: simple, div, special, reduce,
   convert -- the classes of workcount.py) over the emitter's length (a whole padded tile from row 0, rows at an
@@ -25,8 +26,8 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
 * `sync @cluster` and all-core syncs cost their barrier cycles;
 * a task's time is max(IO, compute + scalar) when the kernel's loops can overlap loads with compute (the
   software-pipeline pass runs after the schedule) and the sum otherwise: a pipelined loop of n trips takes
-  n x max(IO, work) of a trip plus its fill and drain, min(IO, work), shared with the loop right before it (its
-  drain overlaps the next one's fill); a kernel takes its slowest task.
+  n x max(IO, work) of a trip plus its fill and drain, min(IO, work), shared with a pipelined loop right before
+  it when it loads (that loop's drain overlaps its first loads); a kernel takes its slowest task.
 
 It is an estimate for ranking: differences of a few percent are noise (the ranking policy's tie), large ones (a
 kernel that runs on one core of 32, one vector op per row instead of per tile, a slab read twice) are what it
@@ -43,7 +44,8 @@ from gir.affine import free_vars
 from gir.walk import map_children, stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.cost_regions import extent_vars, extents, gdram_bytes, int_value, onchip_run, tasks_of, truth
+from gir.passes.schedule_mlu.cost_regions import (extent_vars, extents, gdram_bytes, int_value, onchip_run,
+                                                  tasks_of, truth)
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
 from gir.passes.middle.search.ranking import policy
@@ -179,19 +181,22 @@ class _Walker:
         self.memo, self.leaf_vars, self.keep = names if names is not None else ({}, {}, [])
 
     def block(self, body, env: dict, c: TaskCost) -> None:
-        drain = 0.0   # the drain of the pipelined loop just walked (0: none)
+        drain = 0.0   # the drain of the statement just walked when it is a pipelined loop (0: none)
         for s in body:
+            if isinstance(s, ir.Alloc):
+                continue
             if isinstance(s, (ir.Assign, ir.Move)):   # leaves: their cost depends only on the indices they use
                 self.leaf(s, env, c)
-            elif not isinstance(s, ir.Alloc):
-                self.edge = (0.0, 0.0)
+                drain = 0.0
+            elif isinstance(s, ir.For):
+                self.stmt_For(s, env, c)
+                # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps the
+                # second one's fill (its first loads)
+                c.time -= min(drain, self.edge[0])
+                drain = self.edge[1]
+            else:   # (not a loop inside an `if`: its branches' last loop is not the statement's edge)
                 getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
-                if isinstance(s, ir.For):
-                    # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps
-                    # the second one's fill (its first loads); not a loop inside an `if` (its branches' last loop
-                    # is not the statement's edge)
-                    c.time -= min(drain, self.edge[0])
-            drain = self.edge[1] if isinstance(s, ir.For) else 0.0 if not isinstance(s, ir.Alloc) else drain
+                drain = 0.0
 
     def leaf(self, s, env: dict, c: TaskCost) -> None:
         """A compute or a move, memoised on the values of the index variables its regions' extents depend on:

@@ -121,7 +121,8 @@ def extent_vars(s) -> set[str]:
     """The index variables the extents of the regions of a compute or a move depend on: those of slices whose
     length is not a constant, of a compute's value outside its regions, none of a slice `a .. a + n` or a point."""
     out: set[str] = set()
-    refs = [s.dst, s.src] if isinstance(s, ir.Move) else [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
+    refs = [s.dst, s.src] if isinstance(s, ir.Move) else \
+        [s.target] + [x for x in walk(s.value) if isinstance(x, ir.Ref)]
     for r in refs:
         for i in r.index:
             if isinstance(i, ir.Slice) and not _const_length(i) and slice_extent(i.start, i.stop) is None:
