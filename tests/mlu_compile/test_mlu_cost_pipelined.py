@@ -4,6 +4,8 @@ drain overlaps the second one's fill -- when the second loop loads; not across a
 loop that only stores tiles computed on chip (its first compute waits for the loop before)."""
 from __future__ import annotations
 
+import pytest
+
 from gir import ir
 from gir.passes.machines import MLU370
 from gir.passes.schedule_mlu import cost
@@ -39,16 +41,16 @@ def test_two_loops_in_a_row_share_their_fill_and_drain():
     w = cost._Walker(TYPES, MLU370, 10.0, True, False, False)
     w.block((a,), {}, c)
     fill, drain = w.edge
-    assert fill == drain > 0 and abs(both - (2 * one - drain)) < 1e-6
+    assert fill == drain > 0 and both == pytest.approx(2 * one - drain, rel=1e-12)
 
 
 def test_no_sharing_across_a_sync_an_if_or_into_a_loop_without_loads():
     a, b = _loop("a"), _loop("b")
     apart = _time((a,)) + _time((b,))
     sync = ir.Sync(ir.ParLevel.core)
-    assert _time((a, sync, b)) == apart + _time((sync,))
-    assert _time((a, ir.If(ir.Const(1), (sync, b), ()))) == apart + _time((sync,))
-    assert _time((a, ir.If(ir.Const(1), (b,), ()))) == apart
+    assert _time((a, sync, b)) == pytest.approx(apart + _time((sync,)), rel=1e-12)
+    assert _time((a, ir.If(ir.Const(1), (sync, b), ()))) == pytest.approx(apart + _time((sync,)), rel=1e-12)
+    assert _time((a, ir.If(ir.Const(1), (b,), ()))) == pytest.approx(apart, rel=1e-12)
     stores = _loop("b", loads=False)
-    assert _time((a, stores)) == _time((a,)) + _time((stores,))
+    assert _time((a, stores)) == pytest.approx(_time((a,)) + _time((stores,)), rel=1e-12)
     assert _time((stores, a)) < _time((stores,)) + _time((a,))   # (the loop that loads comes second)
