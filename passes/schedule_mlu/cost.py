@@ -41,18 +41,16 @@ from dataclasses import dataclass, field
 
 from gir import ir
 from gir.affine import free_vars
-from gir.walk import map_children, stmt_exprs, walk, walk_stmts
+from gir.walk import stmt_exprs, walk, walk_stmts
 from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost_regions import (extent_vars, extents, gdram_bytes, int_value, onchip_run,
                                                   tasks_of, truth)
 from gir.passes.schedule_mlu.swpipe import is_one_trip
-from gir.passes.schedule_mlu.workcount import DIV, SPECIAL
+from gir.passes.schedule_mlu.cost_vector import Vec, ops as vector_ops
 from gir.passes.middle.search.ranking import policy
 
 MLU_RANKING = policy("mlu")   # estimates closer than its tie are ties, the earlier candidate wins (ranking.json)
-
-_CASTS = {d.value for d in ir.DType}
 
 
 @dataclass
@@ -204,7 +202,7 @@ class _Walker:
         length is its region's; a slice `a .. a + 8` is 8 elements wherever a is), so one evaluation serves the
         tasks and iterations that only move a region about."""
         names = self._leaf_names(s)
-        key = (id(s), tuple(env.get(v) for v in names), self.rate if isinstance(s, ir.Move) else None)
+        key = (id(s), tuple(map(env.get, names)), self.rate if type(s) is ir.Move else None)
         got = self.leaf_memo.get(key)
         if got is None:
             got = TaskCost()
@@ -225,7 +223,7 @@ class _Walker:
         """A loop, memoised like a leaf on the values of the outer index variables it mentions (the tile loops of
         a unit kernel's tasks mostly differ only in the unit loop around them)."""
         names = self._outer_vars(s)
-        key = ("for", id(s), tuple(env.get(v) for v in names), self.rate)
+        key = ("for", id(s), tuple(map(env.get, names)), self.rate)
         got = self.leaf_memo.get(key)
         if got is None:
             got = TaskCost()
@@ -391,7 +389,7 @@ class _Walker:
             c.time += cycles
             return
         ops: list[tuple[str, int, int]] = []
-        _ops(s.value, dst, self, env, ops)
+        vector_ops(s.value, dst, self, env, ops)
         nbytes = t.dtype.nbytes
         for cls, n, per in ops:
             if cls == "scalar-loop":   # an [R, 1] row vector summed into one element: a scalar loop of n rows
@@ -411,7 +409,7 @@ class _Walker:
             c.scalar += issue
             c.time += cycles
 
-    def vector(self, r: ir.Ref) -> "_Vec":
+    def vector(self, r: ir.Ref) -> "Vec":
         """The vector operand the emitter makes of an @nram region (codegen/mlu/emit.py `opd`): its kind and the
         elements its instructions cover (whole padded tiles from row 0; a region of rows at an offset)."""
         t = self.types[r.name][0]
@@ -421,12 +419,12 @@ class _Walker:
         ext = extents(ir.Ref(r.name, index), ir.TensorType(t.dtype, shape), {**self.env})
         dt = t.dtype.value
         if len(shape) == 2 and shape[1] == 1:
-            return _Vec("row", L.phys_elems(shape), ext[0], 1, 1)
+            return Vec("row", L.phys_elems(shape), ext[0], 1, 1)
         if len(shape) == 1:
-            return _Vec("col" if shape[0] > 1 else "scalar", L.phys_elems(shape) if shape[0] > 1 else 1, 1,
+            return Vec("col" if shape[0] > 1 else "scalar", L.phys_elems(shape) if shape[0] > 1 else 1, 1,
                         shape[0], ext[0] if ext else 1, bool(ext) and ext[0] == shape[0], dt)
         if len(shape) != 2:
-            return _Vec("scalar", 1, 1, 1, 1)
+            return Vec("scalar", 1, 1, 1, 1)
         pitch = shape[1] if self.dense else L.pitch(shape)
         start = index[0].start if isinstance(index[0], ir.Slice) else index[0]
         if isinstance(index[0], ir.Slice) and not free_vars(start) and int_value(start, {}) == 0:   # (as the emitter
@@ -435,66 +433,8 @@ class _Walker:
         else:
             n = L.round_up(ext[0] * pitch, 32 if L.device_nbytes(t.dtype) == 4 else L.PITCH)
         cols = ext[1] if len(ext) > 1 else 1
-        return _Vec("full", n, ext[0], pitch, cols, cols == shape[1], dt)
+        return Vec("full", n, ext[0], pitch, cols, cols == shape[1], dt)
 
     def stmt_XReduce(self, s: ir.XReduce, env, c) -> None:
         c.scalar += self.m.sync_cluster_cycles
         c.time += self.m.sync_cluster_cycles
-
-
-@dataclass(frozen=True)
-class _Vec:
-    kind: str      # full | row | col | scalar (codegen/mlu/vecops.py)
-    length: int    # elements one instruction covers
-    rows: int      # rows of the region
-    pitch: int     # elements per row of the buffer
-    cols: int      # columns of the region
-    whole: bool = False   # the region covers every column of its buffer (vecops `_fill_tail`)
-    dtype: str = "f32"
-
-
-def _ops(e, dst: _Vec, walker: "_Walker", env: dict, out: list) -> None:
-    """(cost class, elements, instructions) of the vector work of a compute expression written to `dst`, as
-    codegen/mlu/vecops.py emits it: one instruction per operation over dst's length; one per row where a full
-    tile meets an [R, 1] operand; a reduction over its operand's length, where the reduced columns do not fill
-    the rows (padded pitch) or the vector with the pads given its identity first (layout.tail_start)."""
-    if isinstance(e, (ir.Ref, ir.Const, ir.Var)):
-        return
-    if isinstance(e, ir.Reduce):
-        arg = next((x for x in walk(e.arg) if isinstance(x, ir.Ref)), None)
-        src = walker.vector(arg) if arg is not None and arg.name in walker.types else dst
-        if src.kind == "row" and dst.kind == "scalar":   # vecops: a scalar loop over the rows
-            out.append(("scalar-loop", src.rows, 1))
-            return
-        masked = (src.kind == "full" and e.axes == (1,) and src.cols != src.pitch) or \
-            (src.kind == "col" and src.cols < src.length)
-        rows, span = (src.rows, src.pitch) if src.kind == "full" else (1, src.length)
-        start = L.tail_start(rows, span, src.cols, src.length, src.dtype, src.whole) if masked else None
-        if start is not None:   # a select per row over the units holding the pads
-            out.append(("simple", rows * (span - start), rows))
-        elif masked:   # a fill and a select of the whole tile
-            out += [("simple", src.length, 1), ("simple", src.length, 1)]
-        out.append(("reduce", src.length, 1))
-        map_children(e, lambda x: _ops(x, src, walker, env, out) or x)
-        return
-    per = dst.rows if dst.kind == "full" and any(_row_vector(x, walker.types) for x in _children(e)) else 1
-    if isinstance(e, ir.Call):
-        cls = "convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else "div" if e.fn in DIV else "simple"
-    else:
-        cls = "div" if getattr(e, "op", "") in DIV else "simple"
-    out.append((cls, dst.length if per == 1 else dst.rows * dst.pitch, per))
-    map_children(e, lambda x: _ops(x, dst, walker, env, out) or x)
-
-
-def _children(e) -> list:
-    kids: list = []
-    map_children(e, lambda x: kids.append(x) or x)
-    return kids
-
-
-def _row_vector(x, types: dict) -> bool:
-    """An [R, 1] tile operand (a per-row statistic)."""
-    if not isinstance(x, ir.Ref) or x.name not in types:
-        return False
-    shape = types[x.name][0].shape
-    return len(shape) >= 2 and shape[-1] == 1
