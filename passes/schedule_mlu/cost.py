@@ -48,6 +48,7 @@ from gir.passes.schedule_mlu.cost_regions import (extent_vars, extents, gdram_by
                                                   tasks_of, truth)
 from gir.passes.schedule_mlu.swpipe import is_one_trip
 from gir.passes.schedule_mlu.cost_vector import Vec, ops as vector_ops
+from gir.passes.schedule_mlu.exactdiv import is_exact
 from gir.passes.middle.search.ranking import policy
 
 MLU_RANKING = policy("mlu")   # estimates closer than its tie are ties, the earlier candidate wins (ranking.json)
@@ -146,7 +147,7 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
         share = movers
         rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / share)
         walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units",
-                         dict(k.attrs).get("layout") == "dense", memo, names)
+                         dict(k.attrs).get("layout") == "dense", memo, names, is_exact(k))
         costs = []
         for env, body in tasks:
             c = TaskCost()
@@ -166,11 +167,12 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
 
 class _Walker:
     def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool,
-                 memo: dict | None = None, names: tuple | None = None):
+                 memo: dict | None = None, names: tuple | None = None, exact: bool = False):
         # through: a `pipeline=units` kernel, whose work-unit loop is pipelined through the one-trip loops that
         # decode a unit's indices (swpipe.py)
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
+        self.exact = exact   # `division=exact`: no division as a multiply by a reciprocal (exactdiv.py)
         self.env: dict = {}
         self.edge = (0.0, 0.0)   # the last pipelined loop walked: (fill it can overlap, drain) cycles (`block`)
         self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks

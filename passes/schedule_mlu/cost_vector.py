@@ -51,9 +51,24 @@ def ops(e, dst: Vec, walker, env: dict, out: list) -> None:
     if isinstance(e, ir.Call):
         cls = "convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else "div" if e.fn in DIV else "simple"
     else:
-        cls = "div" if getattr(e, "op", "") in DIV else "simple"
+        cls = "div" if getattr(e, "op", "") in DIV and not _reciprocal(e, dst, walker) else "simple"
     out.append((cls, dst.length if per == 1 else dst.rows * dst.pitch, per))
     map_children(e, lambda x: ops(x, dst, walker, env, out) or x)
+
+
+def _reciprocal(e, dst: Vec, walker) -> bool:
+    """`a / b` emitted as a multiply by b's reciprocal, a simple-class op (codegen/mlu/vecops.py `_scalar_form`,
+    `_per_row`): b a single value, or a per-row statistic dividing a full tile, in a kernel that need not divide
+    exactly (exactdiv.py)."""
+    if e.op != "/" or walker.exact:
+        return False
+
+    def kind(x) -> str:   # (a sub-expression is evaluated into a tile of dst's kind)
+        if isinstance(x, ir.Ref) and x.name in walker.types:
+            return walker.vector(x).kind
+        return "scalar" if isinstance(x, (ir.Const, ir.Var)) else dst.kind
+    a, b = kind(e.lhs), kind(e.rhs)
+    return b == "scalar" or (a == "full" and b == "row")
 
 
 def _children(e) -> list:
