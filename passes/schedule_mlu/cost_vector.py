@@ -52,7 +52,10 @@ def ops(e, dst: Vec, walker, env: dict, out: list) -> None:
         cls = "convert" if e.fn in _CASTS else "special" if e.fn in SPECIAL else "div" if e.fn in DIV else "simple"
     else:
         cls = "div" if getattr(e, "op", "") in DIV and not _reciprocal(e, dst, walker) else "simple"
-    out.append((cls, dst.length if per == 1 else dst.rows * dst.pitch, per))
+    n = dst.length if per == 1 else dst.rows * dst.pitch
+    if cls == "convert":   # a narrowing cast: the vector units of its wider source (targets/mlu/vector.py `finish`)
+        n = n * _narrowing(e, dst, walker)
+    out.append((cls, n, per))
     map_children(e, lambda x: ops(x, dst, walker, env, out) or x)
 
 
@@ -69,6 +72,16 @@ def _reciprocal(e, dst: Vec, walker) -> bool:
         return "scalar" if isinstance(x, (ir.Const, ir.Var)) else dst.kind
     a, b = kind(e.lhs), kind(e.rhs)
     return b == "scalar" or (a == "full" and b == "row")
+
+
+def _narrowing(e: ir.Call, dst: Vec, walker) -> int:
+    """How many times wider a cast's source element is than its result's on the device (1 when not narrower):
+    f32 to bf16 moves the units of the f32 operand. (A source that is not a tile of its own -- a sub-expression
+    -- is taken as wide as the result.)"""
+    arg = e.args[0] if e.args else None
+    if not isinstance(arg, ir.Ref) or arg.name not in walker.types:
+        return 1
+    return max(1, L.device_nbytes(walker.types[arg.name][0].dtype) // L.device_nbytes(dst.dtype))
 
 
 def _children(e) -> list:

@@ -2,6 +2,7 @@
 `_reciprocal`, codegen/mlu/vecops.py `_scalar_form` / `_per_row`): by a single value, or by a per-row statistic
 of a full tile, a multiply by the reciprocal (a simple-class op) -- unless the kernel must divide exactly
 (exactdiv.py: a quotient read by `floor`), where the division stays one; element by element always a division.
+A narrowing cast (f32 to bf16) costs the vector units of its wider source (cost_vector.py `_narrowing`).
 The estimated compute cycles of the slowest task must be the simulated ones of the slowest core (within 5%):
 softmax in f16 was estimated at 1.43x its simulated time with every `e / s[i]` charged as a division."""
 import pytest
@@ -23,6 +24,9 @@ CASES = [   # (source, sizes, whether the kernel divides exactly)
     ("func f(x: f32[M, N], s: f32[M]) -> (y: f32[M, N]) {\n  y[i, j] = x[i, j] / s[i]\n}\n",
      {"M": 512, "N": 1024}, False),
     ("func f(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = x[i, j] / 3.0\n}\n", {"M": 300, "N": 777}, False),
+    # (and the cast back to bf16: the units of its f32 source, as the simulator counts a narrowing conversion)
+    ("func f(x: bf16[M, N]) -> (y: bf16[M, N]) {\n  y[i, j] = x[i, j] / 3.0\n}\n", {"M": 300, "N": 777}, False),
+    (SOFTMAX.format(t="bf16"), {"M": 129, "N": 3000}, False),
     ("func f(x: f32[M, N], s: f32[M]) -> (y: f32[M, N]) {\n  y[i, j] = floor(x[i, j] / s[i])\n}\n",
      {"M": 512, "N": 1024}, True),
     ("func f(x: f32[M, N], z: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = x[i, j] / z[i, j]\n}\n",
