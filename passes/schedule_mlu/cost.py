@@ -25,9 +25,10 @@ mirroring the simulator's timing model (targets/mlu/timing.py) at the level of i
   thread, and every instruction one statement to issue;
 * `sync @cluster` and all-core syncs cost their barrier cycles;
 * a task's time is max(IO, compute + scalar) when the kernel's loops can overlap loads with compute (the
-  software-pipeline pass runs after the schedule) and the sum otherwise: a pipelined loop of n trips takes
-  n x max(IO, work) of a trip plus its fill and drain, min(IO, work), shared with a pipelined loop right before
-  it when it loads (that loop's drain overlaps its first loads); a kernel takes its slowest task.
+  software-pipeline pass runs after the schedule) and the sum otherwise: a pipelined loop of n trips, a trip
+  loading for L cycles, storing to GDRAM for S and computing for W, takes the steps swpipe.py emits, each ending
+  at a sync: L + max(L, W) + (n - 2) max(L + S, W) + max(S, W) + S (n (L + S) when IO-bound, n W + L + S when
+  compute-bound); a kernel takes its slowest task.
 
 It is an estimate for ranking: differences of a few percent are noise (the ranking policy's tie), large ones (a
 kernel that runs on one core of 32, one vector op per row instead of per tile, a slab read twice) are what it
@@ -61,6 +62,8 @@ class TaskCost:
     scalar: float = 0.0      # cycles of the control thread
     gdram: float = 0.0       # GDRAM bytes moved
     time: float = 0.0        # cycles of the task, pipes overlapped where the loops let them
+    out_io: float = 0.0      # of `io`, the cycles of stores to GDRAM (the software pipeline's last stage)
+    out_gdram: float = 0.0   # of `gdram`, the bytes stored
 
     def pipes(self, gdram_rate: float) -> tuple[float, float]:
         """(IO cycles, compute + scalar cycles) with the GDRAM bytes at `gdram_rate` bytes per cycle."""
@@ -72,6 +75,8 @@ class TaskCost:
         self.scalar += k * other.scalar
         self.gdram += k * other.gdram
         self.time += k * other.time
+        self.out_io += k * other.out_io
+        self.out_gdram += k * other.out_gdram
 
 
 @dataclass
@@ -174,29 +179,19 @@ class _Walker:
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
         self.exact = exact   # `division=exact`: no division as a multiply by a reciprocal (exactdiv.py)
         self.env: dict = {}
-        self.edge = (0.0, 0.0)   # the last pipelined loop walked: (fill it can overlap, drain) cycles (`block`)
         self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks
         # the index variables of loops and leaves, by statement id, and the statements they name (kept alive: ids
         # stay unique); shared by a kernel's two walks too
         self.memo, self.leaf_vars, self.keep = names if names is not None else ({}, {}, [])
 
     def block(self, body, env: dict, c: TaskCost) -> None:
-        drain = 0.0   # the drain of the statement just walked when it is a pipelined loop (0: none)
         for s in body:
             if isinstance(s, ir.Alloc):
                 continue
             if isinstance(s, (ir.Assign, ir.Move)):   # leaves: their cost depends only on the indices they use
                 self.leaf(s, env, c)
-                drain = 0.0
-            elif isinstance(s, ir.For):
-                self.stmt_For(s, env, c)
-                # two pipelined loops in a row: the first one's drain (its last compute and store) overlaps the
-                # second one's fill (its first loads)
-                c.time -= min(drain, self.edge[0])
-                drain = self.edge[1]
-            else:   # (not a loop inside an `if`: its branches' last loop is not the statement's edge)
+            else:
                 getattr(self, "stmt_" + type(s).__name__, self.stmt_other)(s, env, c)
-                drain = 0.0
 
     def leaf(self, s, env: dict, c: TaskCost) -> None:
         """A compute or a move, memoised on the values of the index variables its regions' extents depend on:
@@ -229,11 +224,8 @@ class _Walker:
         got = self.leaf_memo.get(key)
         if got is None:
             got = TaskCost()
-            self.edge = (0.0, 0.0)
             self._loop(s, env, got)
-            self.leaf_memo[key] = got, self.edge
-        else:
-            got, self.edge = got
+            self.leaf_memo[key] = got
         c.add(got)
 
     def _outer_vars(self, s: ir.For) -> tuple:
@@ -271,12 +263,11 @@ class _Walker:
         if self.overlap and trips > 1 and self._pipelined(s):
             # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
             io, work = body.pipes(self.rate)
-            time = trips * max(io, work) + min(io, work)
-            # (a loop without loads -- stores of tiles computed on chip -- starts with a compute, which waits
-            # for the loop before it: nothing to overlap)
-            self.edge = (min(io, work) if self._loads(s) else 0.0, min(io, work))
-        else:
-            self.edge = (0.0, 0.0)
+            store = body.out_io + body.out_gdram / self.rate
+            load = io - store
+            # iteration 0's load; then steps of v + 1's load and v - 1's store beside v's compute (the first
+            # without a store, the last without a load; each step ends at a sync); then the last store
+            time = load + max(load, work) + (trips - 2) * max(io, work) + max(store, work) + store
         c.add(body, trips)
         c.time += time - body.time * trips
 
@@ -287,11 +278,6 @@ class _Walker:
         while self.through and len(body) == 1 and is_one_trip(body[0]):
             body = list(body[0].body)
         return body
-
-    def _loads(self, s: ir.For) -> bool:
-        """A pipelined loop that loads: moves into NRAM from another level."""
-        return any(isinstance(x, ir.Move) and self.types[x.dst.name][1] == ir.Level.nram and
-                   self.types[x.src.name][1] != ir.Level.nram for x in self._body(s))
 
     def _pipelined(self, s: ir.For) -> bool:
         """A tile loop the software-pipeline pass rewrites: GDRAM moves and vector compute directly in its body
@@ -362,6 +348,9 @@ class _Walker:
             cycles = m.gdram_latency_cycles
             c.gdram += moved
             c.time += moved / self.rate
+            if dlevel.off_chip:
+                c.out_io += cycles
+                c.out_gdram += moved
         elif ir.Level.sram in (dlevel, slevel):
             cycles = m.sram_latency_cycles + nbytes / m.bytes_per_cycle(m.sram_bandwidth / m.cores_per_cluster)
         else:
