@@ -47,7 +47,7 @@ from gir.passes.machines import MLU370, MluMachine
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.cost_regions import (extent_vars, extents, gdram_bytes, int_value, onchip_run,
                                                   tasks_of, truth)
-from gir.passes.schedule_mlu.swpipe import is_one_trip
+from gir.passes.schedule_mlu.swpipe import choose_loops
 from gir.passes.schedule_mlu.cost_vector import Vec, ops as vector_ops
 from gir.passes.schedule_mlu.exactdiv import is_exact
 from gir.passes.middle.search.ranking import policy
@@ -134,8 +134,11 @@ def _cached_kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> K
 
 def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCost:
     from gir.passes.schedule_mlu.staging import stage_kernel
-    # the moves the dense-staging pass will stage (it runs after pipelining; its choice does not depend on it)
+    # the loops the software-pipeline pass pipelines (its own choice), found again after the moves the
+    # dense-staging pass will stage (it runs after pipelining; its choice does not depend on it)
+    piped = _loop_paths(k.body, choose_loops(k)[0])
     k = stage_kernel(k, {n: t for n, (t, level) in types.items() if level.off_chip}, m)
+    piped = {id(loop) for loop, path in _loops(k.body) if path in piped}
     tasks: list[tuple[dict, tuple]] = []
     tasks_of(k.body, {}, tasks)
     n = max(1, len(tasks))
@@ -152,7 +155,7 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
         share = movers
         rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / share)
         walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units",
-                         dict(k.attrs).get("layout") == "dense", memo, names, is_exact(k))
+                         dict(k.attrs).get("layout") == "dense", memo, names, is_exact(k), piped)
         costs = []
         for env, body in tasks:
             c = TaskCost()
@@ -170,14 +173,36 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
                       sum(c.gdram for c in costs))
 
 
+def _loops(body, path: tuple = ()):
+    """(loop, path) of every loop and parallel level of `body`, the path its place among the control statements
+    (loops, parallel levels, ifs and their branches): the same in a kernel whose moves are staged."""
+    k = 0
+    for s in body:
+        if isinstance(s, (ir.For, ir.Parallel)):
+            yield s, path + (k,)
+            yield from _loops(s.body, path + (k,))
+        elif isinstance(s, ir.If):
+            yield from _loops(s.then, path + (k, 0))
+            yield from _loops(s.orelse, path + (k, 1))
+        else:
+            continue
+        k += 1
+
+
+def _loop_paths(body, ids: set[int]) -> set[tuple]:
+    return {path for loop, path in _loops(body) if id(loop) in ids}
+
+
 class _Walker:
     def __init__(self, types: dict, m: MluMachine, rate: float, overlap: bool, through: bool, dense: bool,
-                 memo: dict | None = None, names: tuple | None = None, exact: bool = False):
+                 memo: dict | None = None, names: tuple | None = None, exact: bool = False,
+                 piped: set[int] = frozenset()):
         # through: a `pipeline=units` kernel, whose work-unit loop is pipelined through the one-trip loops that
         # decode a unit's indices (swpipe.py)
         self.types, self.m, self.rate, self.overlap, self.through = types, m, rate, overlap, through
         self.dense = dense   # `layout=dense`: 2-D tiles unpadded (pitch = columns)
         self.exact = exact   # `division=exact`: no division as a multiply by a reciprocal (exactdiv.py)
+        self.piped = piped   # id() of the loops the software-pipeline pass pipelines (swpipe.py `choose_loops`)
         self.env: dict = {}
         self.leaf_memo: dict = memo if memo is not None else {}   # shared by a kernel's two walks
         # the index variables of loops and leaves, by statement id, and the statements they name (kept alive: ids
@@ -260,7 +285,7 @@ class _Walker:
                 self.block(s.body, {**env, s.var: lo + (trips // 2) * s.step}, mid)
                 body.add(mid, (trips - 2) / trips)
         time = body.time * trips
-        if self.overlap and trips > 1 and self._pipelined(s):
+        if self.overlap and trips > 1 and id(s) in self.piped:
             # the software-pipeline pass overlaps iteration v's compute with v + 1's loads and v - 1's stores
             io, work = body.pipes(self.rate)
             store = body.out_io + body.out_gdram / self.rate
@@ -270,22 +295,6 @@ class _Walker:
             time = load + max(load, work) + (trips - 2) * max(io, work) + max(store, work) + store
         c.add(body, trips)
         c.time += time - body.time * trips
-
-    def _body(self, s: ir.For) -> list:
-        """The statements of a loop's body the software-pipeline pass stages (through the one-trip loops of a
-        `pipeline=units` kernel's work-unit loop)."""
-        body = list(s.body)
-        while self.through and len(body) == 1 and is_one_trip(body[0]):
-            body = list(body[0].body)
-        return body
-
-    def _pipelined(self, s: ir.For) -> bool:
-        """A tile loop the software-pipeline pass rewrites: GDRAM moves and vector compute directly in its body
-        (or in the one-trip loops of a `pipeline=units` kernel's work-unit loop)."""
-        body = self._body(s)
-        moves = any(isinstance(x, ir.Move) and (self.types[x.src.name][1].off_chip or
-                                                 self.types[x.dst.name][1].off_chip) for x in body)
-        return moves and any(isinstance(x, ir.Assign) for x in body)
 
     def _vars(self, s: ir.For) -> set[str]:
         """The index variables the cost of the loop's body depends on: its loops' bounds, its conditions and the

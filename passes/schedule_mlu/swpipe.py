@@ -66,6 +66,16 @@ def pipeline_func(func: ir.Func) -> ir.Func:
 
 def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
     through = dict(k.attrs).get("pipeline") == "units"
+    chosen, slots, fenced = choose_loops(k)
+    if not chosen:
+        return k
+    return dataclasses.replace(k, body=_Rewriter(slots, through, chosen, fenced).block(k.body))
+
+
+def choose_loops(k: ir.Kernel) -> tuple[set[int], dict[str, int], set[int]]:
+    """(id() of the loops `pipeline_kernel` pipelines, the slots of their tiles, id() of those whose first loads
+    copy an NRAM buffer computes may still be writing); the cost model times these loops as pipelined."""
+    through = dict(k.attrs).get("pipeline") == "units"
     levels: dict[str, ir.Level] = {}
     preslotted: set[str] = set()   # tiles a kernel already allocates `with slots=k`: never slotted again
     slots: dict[str, int] = {}
@@ -93,9 +103,7 @@ def pipeline_kernel(k: ir.Kernel) -> ir.Kernel:
                 collect(s.then, rest)
                 collect(s.orelse, rest)
     collect(k.body, [])
-    if not chosen:
-        return k
-    return dataclasses.replace(k, body=_Rewriter(slots, through, chosen, fenced).block(k.body))
+    return chosen, slots, fenced
 
 
 def safe(s: ir.For, through: bool, rest: list, preslotted: set) -> bool:
