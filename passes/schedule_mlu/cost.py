@@ -49,7 +49,7 @@ from gir.passes.schedule_mlu.cost_regions import (extent_vars, extents, gdram_by
                                                   tasks_of, truth)
 from gir.passes.schedule_mlu.swpipe import choose_loops
 from gir.passes.schedule_mlu.cost_vector import Vec, ops as vector_ops
-from gir.passes.schedule_mlu.exactdiv import is_exact
+from gir.passes.schedule_mlu.exactdiv import in_exact_scope, is_exact
 from gir.passes.middle.search.ranking import policy
 
 MLU_RANKING = policy("mlu")   # estimates closer than its tie are ties, the earlier candidate wins (ranking.json)
@@ -120,7 +120,8 @@ def _cached_kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> K
     """`_kernel`, memoised on the kernel's text and the types of what it names: the search estimates one kernel
     several times (a segment's chosen schedule, the whole function against the IDFG's groups), under other names."""
     names = {x.name for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, ir.Ref)}
-    key = (dataclasses.replace(k, name=""), tuple(sorted((n, types[n]) for n in names if n in types)), m, overlap)
+    key = (dataclasses.replace(k, name=""), tuple(sorted((n, types[n]) for n in names if n in types)), m, overlap,
+           in_exact_scope())
     try:
         got = _SEEN.get(key)
     except TypeError:   # (an unhashable attribute: not memoised)
@@ -139,6 +140,9 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
     piped = _loop_paths(k.body, choose_loops(k)[0])
     k = stage_kernel(k, {n: t for n, (t, level) in types.items() if level.off_chip}, m)
     piped = {id(loop) for loop, path in _loops(k.body) if path in piped}
+    # (kernels of a function that divides exactly are marked when its schedule is done: while it is scheduled,
+    # its scope says so)
+    exact = is_exact(k) or in_exact_scope()
     tasks: list[tuple[dict, tuple]] = []
     tasks_of(k.body, {}, tasks)
     n = max(1, len(tasks))
@@ -155,7 +159,7 @@ def _kernel(k: ir.Kernel, types: dict, m: MluMachine, overlap: bool) -> KernelCo
         share = movers
         rate = min(m.bytes_per_cycle(m.core_dma_bandwidth), m.bytes_per_cycle(m.gdram_bandwidth) / share)
         walker = _Walker(types, m, rate, overlap, dict(k.attrs).get("pipeline") == "units",
-                         dict(k.attrs).get("layout") == "dense", memo, names, is_exact(k), piped)
+                         dict(k.attrs).get("layout") == "dense", memo, names, exact, piped)
         costs = []
         for env, body in tasks:
             c = TaskCost()

@@ -51,3 +51,17 @@ def test_estimated_compute_is_the_simulated_one(src, sizes, exact):
     for est, sim in zip(estimate(explicit).kernels, _simulated(explicit)):
         slowest = max(sim.per_core, key=lambda c: c.finish_cycles)
         assert est.compute == pytest.approx(slowest.compute_busy_cycles, rel=0.05), (est, slowest)
+
+
+def test_a_function_that_divides_exactly_is_estimated_so_while_it_is_scheduled():
+    """Its kernels carry `division=exact` only once its schedule is done (schedule.py `mark_exact`): the search's
+    estimates before that read the exact scope (`exactdiv.SCOPES`)."""
+    from gir.passes.schedule_mlu.exactdiv import SCOPES, mark_exact
+    src, sizes = CASES[2][:2]   # y = x / s[i]: a reciprocal unless exact
+    plain = schedule_mlu(parse_text(src).funcs[0], sizes)
+    SCOPES.append("f")
+    try:
+        inside = estimate(plain).kernels[0].compute
+    finally:
+        SCOPES.pop()
+    assert inside == estimate(mark_exact(plain)).kernels[0].compute > estimate(plain).kernels[0].compute
