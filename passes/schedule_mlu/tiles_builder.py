@@ -35,6 +35,7 @@ class Plan:
     dense: bool = False   # NRAM tiles without row padding (kernel attribute layout=dense)
     head: int = 0      # slab shared by a cluster: the first `head` units (whole rounds) one per core in a kernel
     #                    before the slabs the clusters share (tiles_slab.py)
+    q: int = 1         # slab: sub-tiles per DMA (a block of q * R rows loaded and stored at once, computed by R)
 
 
 # ------------------------------------------------------------------------------------------------ scopes

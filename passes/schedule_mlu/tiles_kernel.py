@@ -29,6 +29,7 @@ tiles_nram.py) wins. The kernel shapes (shared parts in tiles_builder.py):
 """
 from __future__ import annotations
 
+import dataclasses
 from gir import ir
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import COL, FULL, ROW, SCAL, NotTile, Tiles, _has
@@ -95,22 +96,23 @@ def estimate(t: Tiles, plan: Plan, tasks: int = TASKS) -> float:
     if plan.mode == "held":
         b, n = _bytes(t, (FULL, ROW, COL, SCAL), t.n_rows, plan.W)
         return per_core * (b / bw + n * LAT)
-    if plan.mode == "slab":   # the sub-tiles' DMAs, and per unit two sub-tiles' compute not hidden by IO
+    if plan.mode == "slab":   # the blocks' DMAs, and per unit two blocks' compute not hidden by IO
+        D = plan.R * plan.q
         b, n = _bytes(t, (FULL, ROW, COL, SCAL), t.n_rows, plan.W)
-        ft, _ = _bytes(t, (FULL, ROW), plan.R, plan.W)
-        subs = -(-t.n_rows // plan.R)
+        ft, _ = _bytes(t, (FULL, ROW), D, plan.W)
+        subs = -(-t.n_rows // D)
         tiles = sum(1 for n, k in list(t.inputs.items()) + list(t.outputs.items()) if _has(k)[0] and
                     not (n in t.inputs and k == ROW and t.dtype(n) == F32))   # (whole per unit: tiles_slab.py)
         if is_shared(plan):   # a cluster's cores share each unit: a core moves its share of the sub-tiles (f32
             # per-row inputs too: no whole-unit loads), then the combines
-            rows = shared_rows(t.n_rows, plan.R, plan.parts)
+            rows = shared_rows(t.n_rows, D, plan.parts)
             shared = units - plan.head * plan.parts   # (units counts a shared unit once per core of its cluster)
             per_cl = -(-shared // tasks)
             bw_s = min(CORE_BW, GDRAM_BW / min(tasks, shared))
             dmas = sum(1 for k in list(t.inputs.values()) + list(t.outputs.values()) if _has(k)[0])
             comp = rows * plan.W * _cycles_per_element(t) / MLU370.clock_hz   # (fewer busy cores: more each)
             own = plan.head // tasks * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw)   # (mixed: head)
-            return (own + per_cl * (max(b / plan.parts / bw_s, comp) + rows // plan.R * dmas * LAT + 2 * ft / bw_s +
+            return (own + per_cl * (max(b / plan.parts / bw_s, comp) + rows // D * dmas * LAT + 2 * ft / bw_s +
                                     _combine_s(t, plan.parts == tasks))) * 1.05
         return per_core * (b / bw + (n + (subs - 1) * tiles) * LAT + 2 * ft / bw) * 1.05
     rows = -(-t.n_rows // plan.parts)
@@ -179,6 +181,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
                 p = -(-ntiles // -(-ntiles // p))
             if not t.accumulated or split or p == 1:
                 cands.append(Plan("stream", w, r, p, dense=w % 64 == 32))
+    cands += [b for pl in cands for b in _blocked(t, pl)]
     cands = [pl for pl in cands if _lower_bound(t, pl) <= nram]
     cands.sort(key=lambda pl: (estimate(t, pl, tasks), -pl.W, -pl.R))
     tried, fitting, shared_fit = 0, [], {CORES: 0, tasks: 0}   # shared plans timed, by cores per unit
@@ -187,7 +190,7 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
         if (shared_fit[pl.parts] >= RANKED_SHARED) if is_shared(pl) else \
                 (rank is not None and len(fitting) - sum(shared_fit.values()) >= RANKED):
             continue   # (its kind's quota is full: the scan goes on for the other kinds)
-        kind = (pl.mode, pl.parts, pl.head)
+        kind = (pl.mode, pl.parts, pl.head, pl.q)
         if any((pl.R >= r and pl.W >= w) or (pl.mode == "stream" and used * pl.R * _pitch(pl) > NRAM_SLACK * nram *
                                              r * pw) for r, w, pw, used in too_big.get(kind, ())):
             # (NRAM grows with a tile's rows and lanes; a stream plan's with rows x padded lanes, from a fixed
@@ -197,7 +200,10 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             if tried > 60:
                 break
             continue
-        items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
+        try:
+            items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
+        except NotTile:   # (blocks of sub-tiles whose tensors do not all go straight to the slab)
+            continue
         used = footprint(t, items)
         if pl.mode == "stream" and used > nram:   # (the per-row inputs' unit buffers crowd it out)
             items = stream_kernel(t, pl, name, tasks, unit_inputs=False)
@@ -221,6 +227,26 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
     from gir.passes.middle.search.ranking import order
     from gir.passes.schedule_mlu.cost import MLU_RANKING
     return order(fitting, lambda f: rank(f[0]), MLU_RANKING)[0]
+
+
+BLOCK_BYTES = (64 * 1024, 128 * 1024)   # the DMA sizes of slab blocks (tiles_slab.py): a 500-cycle latency each
+
+
+def _blocked(t: Tiles, pl: Plan) -> list[Plan]:
+    """Slab plans loading and storing q sub-tiles per DMA (each about one of BLOCK_BYTES) where a sub-tile is
+    smaller: a slab sub-tile's rows are bounded by its compute tiles' NRAM, not a block's, whose loads and stores
+    go straight between GDRAM and the slab (4,097 x 1,023 column softmax: sub-tiles of 8 rows, 32 KiB; blocks
+    of 32 rows)."""
+    if pl.mode != "slab" or levels(t)[1]:   # (an online softmax's slab keeps its exponentials in place, with
+        return []                               # no sub-tile scratch tile for them: tiles_kept.py)
+    out = []
+    for size in BLOCK_BYTES:
+        q = 1
+        while pl.R * pl.W * 4 * q * 2 <= size and pl.R * q * 2 * pl.parts <= t.n_rows:
+            q *= 2
+        if q > 1 and all(b.q != q for b in out):
+            out.append(dataclasses.replace(pl, q=q))
+    return out
 
 
 def _cycles_per_element(t: Tiles) -> float:
@@ -275,7 +301,7 @@ def _lower_bound(t: Tiles, pl: Plan) -> int:
     pitch = _pitch(pl)
     rows = t.n_rows if pl.mode in ("held", "slab") else pl.R
     if is_shared(pl) and not pl.head:
-        rows = shared_rows(t.n_rows, pl.R, pl.parts)
+        rows = shared_rows(t.n_rows, pl.R * pl.q, pl.parts)
     return rows * pitch * 4 * (2 if pl.mode == "held" else 1)
 
 

@@ -13,8 +13,10 @@ import dataclasses
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.tiles import CONST, FULL, ROW, SCAL, Op, Tiles, Val, _has
+from gir.passes.schedule_mlu.tiles import COL, CONST, FULL, ROW, SCAL, Op, Tiles, Val, _has
 from gir.passes.schedule_mlu.longrows import ONLINE_MAX_START
+from gir.passes.schedule_mlu.tiles_axes import NotTile
+from gir.passes.schedule_mlu.tiles_kept import block_row, kept_exp, kept_exps, record
 from gir.passes.schedule_mlu.tiles_cluster import CORE, CORES, Combine, cluster_kernel, shared_rows, sub_tiles
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
                                                    _kernel, _prod, _unit_loop, decode_loops, op_value, region,
@@ -59,6 +61,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     kb = KernelBuilder(t, plan, name, tasks)
     sc = kb.scope
     S, W, nt = plan.R, plan.W, kb.nt
+    D = S * plan.q   # rows per DMA: blocks of q sub-tiles (the computes stay sub-tile by sub-tile)
     cores = plan.parts   # > 1: the cores of a cluster (all cores: `grid`) share a unit's slab (tiles_cluster.py)
     grid = cores == tasks
     # the number of a core among those sharing a unit (grid: the task's, cl_ * cores + co_)
@@ -88,12 +91,16 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     npass = 1 + max((lv[n] for n in tdep), default=0)
     slab = {n for n in tdep if max(passes.get(n, {0}), default=0) > lv[n]}
     skip = set(online)   # accumulated online, in the pass of their max
+    # online sums whose exponentials A's slab keeps for the last pass (tiles_kept.py): `d = A - m` not computed
+    kept = kept_exps(ops, online, lv, npass, slab) if plan.q == 1 else {}
+    kept_e = {k.e: k for k in kept.values()}
+    dropped = {k.d for k in kept.values()}
     accs = {op.dst.name: op for op in ops if op.fn in TRED}
     # buffers: core values (own), unit-level T-free values (own), slab values (slab tiles by pass liveness),
     # sub-tile values (per pass, by liveness)
     bufs = kb.bufs
     # whole sub-tiles (a tail sub-tile's ops stay inside the slab); shared: this core's sub-tiles
-    slabs = Buffers(t, shared_rows(nt, S, cores) if cores > 1 else L.round_up(nt, S), W)
+    slabs = Buffers(t, shared_rows(nt, D, cores) if cores > 1 else L.round_up(nt, D), W)
     for n in t.inputs:
         if sc[n] == "core":
             continue
@@ -138,6 +145,11 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     for n in slabs.allocs:
         bufs.allocs[n] = slabs.allocs[n]
         bufs.kind[n] = slabs.kind[n]
+    for k in kept.values():   # e in A's slab; the running maxima, a row per sub-tile of the slab
+        bufs.of[k.e] = bufs.of[k.a]
+        rows = shared_rows(nt, D, cores) if cores > 1 else L.round_up(nt, D)
+        bufs.allocs[k.hist] = B.alloc(k.hist, F32, (rows // S, max(2, W)), "nram")
+        bufs.kind[k.hist] = FULL
     for op in ops:
         d = op.dst
         if not _has(d.kind)[0] and d.name not in core and d.name not in bufs.of:
@@ -147,9 +159,16 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     slab_bufs = set(slabs.allocs)
     pinned = set(bufs.of)
     for p in range(npass):
-        seq = [op for op in ops if _has(op.dst.kind)[0] and lv[op.dst.name] == p and op.dst.name not in pinned]
+        # the ops pass p runs, in order (its reductions and slab values too: a value they read is live until
+        # then -- `select(x > 1.5, -1.0, x)` into a slab had the comparison computed into x's tile); buffers for
+        # the sub-tile values among them
+        run = [op for op in ops if op.dst.name not in dropped and
+               ((op.fn in TRED and lv[op.dst.name] - 1 == p and op.dst.name not in skip) or
+                (_has(op.dst.kind)[0] and lv[op.dst.name] == p and op.fn not in TRED))]
+        seq = [op for op in run if _has(op.dst.kind)[0] and op.fn not in TRED and op.dst.name not in pinned]
         seq_keep = {n for n in t.outputs if lv.get(n) == p}
-        bufs.assign(seq, pinned=pinned - {n for n in pinned if n in t.inputs and n not in slab}, keep=seq_keep,
+        _lend_slabs(bufs, ops, seq, slab_bufs, last_read, when)
+        bufs.assign(run, pinned=pinned - {n for n in pinned if n in t.inputs and n not in slab}, keep=seq_keep,
                     loaded={bufs.of[n] for n in t.inputs if n in bufs.of and n not in slab})
         pinned |= {op.dst.name for op in seq if op.dst.name in slab}
 
@@ -195,27 +214,31 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
             out += kb.compute(op, S, nw)
         return out
 
-    def step(p, idx, k0, nr, l0, nw, g0=None) -> list:
-        """Pass p over the sub-tile of `nr` rows at row k0 of the slab (row g0 of the tensors; default k0)."""
-        g0 = k0 if g0 is None else g0
-        moves, comps, stores = [], [], []
-        if p == 0:
-            for n in t.inputs:
-                if sc[n] != "tile" or n in whole:
-                    continue
-                dt = t.dtype(n)
-                dst = raw(n, k0, nr, nw)
-                src = kb.gregion(n, idx, g0, nr, l0, nw)
-                if dt == F32:
-                    moves.append(B.move("load", dst, src))
-                else:
-                    land = bufs.new(f"{n}_h", t.inputs[n], dt)
-                    lreg = region(land, t.inputs[n], nr, nw)
-                    moves.append(B.move("load", lreg, src))
-                    wide = reg(n, k0, nr, nw)   # an [R, 1] slab: widened in a sub-tile tile, then copied
-                    comps.append(ir.Assign(wide, ir.Call("f32", (lreg,))))
-                    if wide != dst:
-                        comps.append(ir.Assign(dst, wide))
+    def loads(p, idx, k0, nr, l0, nw, g0) -> tuple[list, list]:
+        """(moves, computes) of pass p's loads of a block of `nr` rows at row k0 of the slab (g0 of the tensors):
+        16-bit inputs land in a tile of their own and are widened."""
+        moves, comps = [], []
+        for n in t.inputs if p == 0 else ():
+            if sc[n] != "tile" or n in whole:
+                continue
+            dt = t.dtype(n)
+            dst = raw(n, k0, nr, nw)
+            src = kb.gregion(n, idx, g0, nr, l0, nw)
+            if dt == F32:
+                moves.append(B.move("load", dst, src))
+            else:
+                land = bufs.new(f"{n}_h", t.inputs[n], dt)
+                lreg = region(land, t.inputs[n], nr, nw)
+                moves.append(B.move("load", lreg, src))
+                wide = reg(n, k0, nr, nw)   # an [R, 1] slab: widened in a sub-tile tile, then copied
+                comps.append(ir.Assign(wide, ir.Call("f32", (lreg,))))
+                if wide != dst:
+                    comps.append(ir.Assign(dst, wide))
+        return moves, comps
+
+    def computes(p, k0, nr, nw) -> list:
+        """Pass p's computes over the sub-tile of `nr` rows at row k0 of the slab."""
+        comps = []
         arg = arg_of(k0, nr, nw)
         for n in sorted(row_slabs(p, True)):   # this sub-tile's rows of [R, 1] slab values, into sub-tile tiles
             comps.append(ir.Assign(reg(n, k0, nr, nw), raw(n, k0, nr, nw)))
@@ -228,16 +251,31 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
                 comps.append(ir.Assign(part, ir.Reduce(red, arg(op.args[0]), (0,))))
                 if n in [m for m, _ in online.values()]:
                     s_name = next(s for s, (m, _) in online.items() if m == n)
-                    comps += _online_step(kb, bufs, t, n, s_name, online[s_name][1], part, acc, arg, nr, nw)
+                    a_name = online[s_name][1]
+                    k = kept.get(s_name)
+                    comps += _online_step(kb, bufs, t, n, s_name, a_name, part, acc, arg, nr, nw,
+                                          raw(a_name, k0, nr, nw) if k else None)
+                    if k:
+                        comps.append(record(k.hist, block_row(k0, S), acc, nw))
                 else:
                     comps.append(ir.Assign(acc, ir.BinOp("+", acc, part) if red == "sum"
                                            else ir.Call(red, (acc, part))))
-            elif _has(op.dst.kind)[0] and lv[n] == p and op.fn not in TRED:
+            elif _has(op.dst.kind)[0] and lv[n] == p and op.fn not in TRED and n not in dropped:
                 if op.fn == "copy" and op.args[0].kind != CONST and arg(op.args[0]) == reg(n, k0, nr, nw):
+                    continue
+                if n in kept_e:
+                    k = kept_e[n]
+                    comps += kept_exp(k, block_row(k0, S), reg(k.m, k0, nr, nw), raw(k.a, k0, nr, nw),
+                                      reg(n, k0, nr, nw), region(bufs.new(f"{k.m}_c", COL), COL, nr, nw), nw)
                     continue
                 comps += _compute_at(kb, op, arg, reg(n, k0, nr, nw), nr, nw)
         for n in sorted(row_slabs(p, False)):   # [R, 1] values computed here, into their slab rows
             comps.append(ir.Assign(raw(n, k0, nr, nw), reg(n, k0, nr, nw)))
+        return comps
+
+    def stores(p, idx, k0, nr, l0, nw, g0) -> tuple[list, list]:
+        """(computes, moves) of pass p's stores of a block of `nr` rows (16-bit results narrowed first)."""
+        comps, moves = [], []
         for n in t.outputs:
             if _has(t.outputs[n])[0] and lv[n] == p:
                 src = raw(n, k0, nr, nw)
@@ -249,15 +287,29 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
                     src = hreg
                 if t.outputs[n] == ROW:
                     src = B.ref(src.name, src.index[0], B.c(0))
-                stores.append(B.move("store", kb.gregion(n, idx, g0, nr, l0, nw), src))
-        return moves + comps + stores
+                moves.append(B.move("store", kb.gregion(n, idx, g0, nr, l0, nw), src))
+        return comps, moves
 
-    full, tail = nt // S, nt % S
+    def step(p, idx, k0, nr, l0, nw, g0=None) -> list:
+        """Pass p over the block of `nr` rows at row k0 of the slab (row g0 of the tensors; default k0): its
+        loads, its computes sub-tile by sub-tile (S rows each), its stores."""
+        g0 = k0 if g0 is None else g0
+        moves, pre = loads(p, idx, k0, nr, l0, nw, g0)
+        post, out = stores(p, idx, k0, nr, l0, nw, g0)
+        comps = [c for r in range(0, nr, S) for c in computes(p, B.add(k0, r) if r else k0, min(S, nr - r), nw)]
+        return moves + pre + comps + post + out
+
+    full, tail = nt // D, nt % D
 
     # f32 inputs of one value per slab row (a per-channel gamma of a group's slab): the unit's whole column in one
     # DMA before the passes, not a DMA of S elements per sub-tile (each pays the GDRAM latency)
     whole = {n for n in t.inputs if sc[n] == "tile" and n in bufs.of and bufs.of[n] in slab_bufs and
              bufs.kind[bufs.of[n]] == ROW and t.dtype(n) == F32 and cores == 1}
+    if D > S and not all(t.dtype(n) == F32 and bufs.of.get(n) in slab_bufs and bufs.kind[bufs.of[n]] == FULL
+                         for n, kind in list(t.inputs.items()) + list(t.outputs.items())
+                         if _has(kind)[0] and (n in t.outputs or (sc[n] == "tile" and n not in whole))):
+        # (a block's loads and stores go straight between GDRAM and the slab: f32 [R, W] values held there)
+        raise NotTile("blocks of sub-tiles: a tensor moved per row is not an f32 slab value")
     comb = Combine(bufs, cores, W, name if grid else None)
     online_max = {m for m, _ in online.values()}
 
@@ -275,14 +327,14 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
         for p in range(npass):
             out += between(p, nw)
             if cores > 1:
-                out += sub_tiles(full, tail, S, cores, lambda k0, g0, nr: step(p, idx, k0, nr, l0, nw, g0), cvar)
+                out += sub_tiles(full, tail, D, cores, lambda k0, g0, nr: step(p, idx, k0, nr, l0, nw, g0), cvar)
                 done = {n: op.fn[1:] for n, op in accs.items() if lv[n] - 1 == p}
                 out += comb.stmts(done, {s: m for s, (m, _) in online.items() if s in done},
                                   lambda n: reg(n, 0, S, nw), nw, {n for n in done if accs[n].dst.kind == SCAL})
                 continue
             if full:
                 kv = f"k{p}_"
-                out.append(ir.For(kv, B.c(0), B.c(full), tuple(step(p, idx, B.mul(B.v(kv), S), S, l0, nw))))
+                out.append(ir.For(kv, B.c(0), B.c(full), tuple(step(p, idx, B.mul(B.v(kv), D), D, l0, nw))))
             if tail:
                 out += step(p, idx, B.c(nt - tail), tail, l0, nw)
         out += between(npass, nw)
@@ -314,6 +366,32 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     return [_kernel(name, tasks, list(bufs.allocs.values()), core_moves + core_comps + loops, plan.dense)]
 
 
+def _lend_slabs(bufs: Buffers, ops: list[Op], seq: list[Op], slab_bufs: set, last_read: dict, when) -> None:
+    """Sub-tile values of one pass computed in the slab of a value read there for the last time (and the values
+    computed from them in place, while they die in turn): a softmax's `y = exp(x - m) * r` in x's slab, sub-tile
+    by sub-tile. The pass then needs no sub-tile tiles (two pipeline slots each) for them: the NRAM they took
+    goes to larger sub-tiles, fewer DMAs and their 500-cycle latencies (4,097 x 1,023 column softmax: sub-tiles
+    of 4 rows -> 16). The store of sub-tile k - 1 reads slab rows the compute of sub-tile k does not write."""
+    index = {id(op): i for i, op in enumerate(ops)}
+    owners: dict[str, set] = {}
+    for n, b in bufs.of.items():
+        owners.setdefault(b, set()).add(n)
+    never = (1 << 30,)
+    for op in seq:
+        d = op.dst
+        if d.kind != FULL or d.name in bufs.of or op.fn in ("r16", "rbf16"):
+            continue
+        here = when(index[id(op)], op)
+        for a in op.args:
+            buf = bufs.of.get(a.name) if a.kind == FULL else None
+            # every value in that slab (its own, those lent it before) read for the last time by now
+            if buf in slab_bufs and last_read.get(a.name) == here and \
+                    all(last_read.get(v, never) <= here for v in owners[buf]):
+                bufs.of[d.name] = buf
+                owners[buf].add(d.name)
+                break
+
+
 def _compute_at(kb: KernelBuilder, op: Op, arg, dst, nr: int, nw: int) -> list:
     """`op` on a sub-tile whose operands and destination regions `arg` / `dst` give (16-bit rounding: through
     a 16-bit tile)."""
@@ -331,13 +409,15 @@ def _compute_at(kb: KernelBuilder, op: Op, arg, dst, nr: int, nw: int) -> list:
     return [ir.Assign(dst, op_value(op, arg))]
 
 
-def _online_step(kb, bufs, t, m: str, s: str, a: str, part, acc, arg, nr, nw) -> list:
+def _online_step(kb, bufs, t, m: str, s: str, a: str, part, acc, arg, nr, nw, into=None) -> list:
     """The running max m and the rescaled running sum s of exp(A - m) after one more sub-tile (`part` holds the
-    sub-tile's max): m_new = max(m, part); s = s * exp(m - m_new) + sum(exp(A_k - m_new)); m = m_new."""
+    sub-tile's max): m_new = max(m, part); s = s * exp(m - m_new) + sum(exp(A_k - m_new)); m = m_new. `into`:
+    the region exp(A_k - m_new) is computed in (A's own, when the slab keeps it: tiles_kept.py), else a scratch
+    tile."""
     kind = t.outputs.get(m) or next(op.dst.kind for op in t.ops if op.dst.name == m)
     mn = region(bufs.new(f"{m}_n", kind), kind, nr, nw)
     scale = region(bufs.new(f"{m}_c", kind), kind, nr, nw)
-    e = region(bufs.new("onl_e", FULL), FULL, nr, nw)
+    e = into if into is not None else region(bufs.new("onl_e", FULL), FULL, nr, nw)
     ps = region(f"{s}_p", kind, nr, nw)
     sacc = region(bufs.of[s], bufs.kind[bufs.of[s]], nr, nw)
     return [ir.Assign(mn, ir.Call("max", (acc, part))),

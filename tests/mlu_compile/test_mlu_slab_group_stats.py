@@ -117,11 +117,13 @@ def test_group_statistics_in_a_slab_every_core_shares(monkeypatch, seed):
     ("group_norm", {"N": 3, "G": 8, "CG": 33, "HW": 4099}, 1.55, 2.76),
     ("group_norm_affine", {"N": 2, "G": 4, "CG": 63, "HW": 4095}, 1.45, 2.61)])
 def test_time_of_group_norms_with_few_groups(name, sizes, bound, before):
-    """The plan the planner picks (time / DMA roofline, `before`: 7c6ceae): one kernel, a cluster per group."""
+    """The plan the planner picks (time / DMA roofline, `before`: 7c6ceae): one kernel, a cluster per group -- or,
+    since slabs store their results in place (tiles_slab.py `_lend_slabs`), a group's slab on one core where that
+    fits and is faster (group_norm at 3 x 8 x 33 x 4,099: 1.453x with a cluster per group, 1.271x)."""
     f = parse_file(f"samples/{name}.gir").funcs[0]
     full = complete_sizes(f, sizes)
     res = run_func(f, None, full, values=False)
-    assert len(res.explicit.kernels) == 1 and ir.ParLevel.cluster in _levels(res.explicit)
+    assert len(res.explicit.kernels) == 1
     assert res.stats["seconds"] / (compulsory_bytes(f, full) / 307e9) < bound < before
 
 
