@@ -9,9 +9,10 @@ element, a second time. When A is read by nothing else, its slab keeps the sub-t
     e_k = A_k * exp(m_k - m)          (one exponential per lane and sub-tile, one multiply per element)
 
 which is exp(A_k - m) up to rounding: the work of that pass goes from 10 vector cycles per 32 f32 elements to 1
-(2,049^2 column softmax: 1.342x -> 1.275x the DMA roofline; 4,097 x 1,023: 1.369x -> 1.317x). The online step then needs no scratch tile for its
-exponentials either. Taken when, for an online pair (s; m, A): A is held in a slab, read only by the max and by
-d = A - m, d only by e = exp(d), e is computed and read in the last pass, and m is a per-lane statistic.
+(2,049^2 column softmax: 1.342x -> 1.275x the DMA roofline; 4,097 x 1,023: 1.369x -> 1.317x). The online step then
+needs no scratch tile for its exponentials either. Taken when, for an online pair (s; m, A): A is held in a slab,
+read only by the max and by d = A - m, d only by e = exp(d), e is computed and read in the last pass, and m is a
+per-lane statistic.
 """
 from __future__ import annotations
 
