@@ -32,7 +32,7 @@ class Kept:
     hist: str   # [sub-tiles, W] tile of the running maxima m_k
 
 
-def kept_exps(ops: list[Op], online: dict, lv: dict, npass: int, slab: set) -> dict[str, Kept]:
+def kept_exps(ops: list[Op], online: dict, lv: dict, npass: int, slab: set, outputs=()) -> dict[str, Kept]:
     """{online sum: Kept} for the online pairs whose exponentials the slab keeps (module docstring)."""
     readers: dict[str, list[Op]] = {}
     for op in ops:
@@ -43,7 +43,7 @@ def kept_exps(ops: list[Op], online: dict, lv: dict, npass: int, slab: set) -> d
     out = {}
     for s, (m, a) in online.items():
         ds = [op for op in readers.get(a, []) if op.dst.name != m]
-        if len(ds) != 1 or a not in slab or defs.get(m) is None or defs[m].dst.kind != COL:
+        if len(ds) != 1 or a not in slab or a in outputs or defs.get(m) is None or defs[m].dst.kind != COL:
             continue
         d = ds[0]
         if d.fn != "sub" or d.dst.kind != FULL or [x.name for x in d.args] != [a, m] or \
@@ -53,7 +53,7 @@ def kept_exps(ops: list[Op], online: dict, lv: dict, npass: int, slab: set) -> d
         if len(es) != 1 or es[0].fn != "exp" or es[0].dst.kind != FULL:
             continue
         e = es[0].dst.name
-        if e in slab or lv.get(e) != npass - 1 or d.dst.name in slab:
+        if e in slab or e in outputs or lv.get(e) != npass - 1 or d.dst.name in slab:   # (e an output: +inf rows)
             continue
         out[s] = Kept(m, a, d.dst.name, e, f"{m}_h")
     return out

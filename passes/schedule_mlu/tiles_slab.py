@@ -92,7 +92,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
     slab = {n for n in tdep if max(passes.get(n, {0}), default=0) > lv[n]}
     skip = set(online)   # accumulated online, in the pass of their max
     # online sums whose exponentials A's slab keeps for the last pass (tiles_kept.py): `d = A - m` not computed
-    kept = kept_exps(ops, online, lv, npass, slab) if plan.q == 1 else {}
+    kept = kept_exps(ops, online, lv, npass, slab, set(t.outputs)) if plan.q == 1 else {}
     kept_e = {k.e: k for k in kept.values()}
     dropped = {k.d for k in kept.values()}
     accs = {op.dst.name: op for op in ops if op.fn in TRED}

@@ -134,3 +134,10 @@ def test_time_of_column_softmaxes(sizes, bound, before):
     full = complete_sizes(f, sizes)
     res = run_func(f, None, full, values=False)
     assert res.stats["seconds"] / (compulsory_bytes(f, full) / 307e9) < bound < before
+
+
+def test_a_softmax_operand_that_is_an_output_keeps_its_values():
+    """A review's finding: A an output too (its slab must keep A, not its exponentials)."""
+    src = ("func f(x: f32[N, C]) -> (a: f32[N, C], y: f32[N, C]) {\n  a[n, c] = x[n, c] * 0.5 + 1.0\n"
+           "  m[c] = max(a[n, c])\n  s[c] = sum(exp(a[n, c] - m[c]))\n  y[n, c] = exp(a[n, c] - m[c]) / s[c]\n}\n")
+    _check(parse_text(src).funcs[0], {"N": 2000, "C": 33})
