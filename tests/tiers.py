@@ -1,8 +1,9 @@
 """The two tiers of the test suite.
 
 `python3 -m pytest -q` (the README's test command) runs the quick tier: every test, except that each parametrized
-test named in HEAVY runs one case in EVERY (cases 0, EVERY, 2 EVERY, ... in collection order: the first case is
-always in). `python3 -m pytest -q -m extended` runs the other cases; `.ci/run` runs both tiers, so CI still runs
+test named in HEAVY runs about one case in EVERY: its first case (in collection order), and the cases whose node
+id hashes (CRC-32) to 0 modulo EVERY. (A hash, not every EVERY-th case: parameter grids of 2, 3 or 6 values would
+alias with a stride, leaving, say, only the f32 cases of a dtype x size grid in the quick tier.) `python3 -m pytest -q -m extended` runs the other cases; `.ci/run` runs both tiers, so CI still runs
 every case. (`-m ""` runs everything in one go.)
 
 HEAVY: the parametrized tests of three seconds or more in all and four cases or more, measured with
@@ -12,6 +13,8 @@ differ in a seed or a size, and one in EVERY of them still covers each kind of c
 differential test of sim against mlu-sim is not thinned: issue 12 asks for its 200 programs in every run.)
 """
 from __future__ import annotations
+
+import zlib
 
 EVERY = 6
 
@@ -163,4 +166,4 @@ HEAVY = frozenset({
 def extended(nodeid: str, index: int) -> bool:
     """Whether the case `index` (0-based, in collection order) of the parametrized test `nodeid` is in the
     extended tier."""
-    return nodeid.split("[")[0] in HEAVY and index % EVERY != 0
+    return nodeid.split("[")[0] in HEAVY and index != 0 and zlib.crc32(nodeid.encode()) % EVERY != 0

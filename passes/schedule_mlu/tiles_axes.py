@@ -17,6 +17,11 @@ class NotTile(NotRowModel):
     """The function is outside the tile recipe (the scheduler falls back)."""
 
 
+class PlanRefused(NotTile):
+    """One plan of the tile recipe (a split of the rows, blocks of sub-tiles) cannot be built for the function;
+    the recipe's search goes on to its other plans (tiles_kernel.build). Outside that search, a NotTile."""
+
+
 # ---------------------------------------------------------------------------------------------------- axes
 class _UF:
     def __init__(self):

@@ -33,6 +33,7 @@ import dataclasses
 from gir import ir
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import COL, FULL, ROW, SCAL, NotTile, Tiles, _has
+from gir.passes.schedule_mlu.tiles_axes import PlanRefused
 from gir.passes.schedule_mlu.tiles_builder import F32, TASKS, Plan, _prod
 from gir.passes.schedule_mlu.tiles_held import held_kernel
 from gir.passes.schedule_mlu.tiles_nram import footprint
@@ -202,8 +203,8 @@ def build(t: Tiles, name: str, tasks: int = TASKS, nram: int = NRAM_BUDGET, rank
             continue
         try:
             items = {"held": held_kernel, "stream": stream_kernel, "slab": slab_kernel}[pl.mode](t, pl, name, tasks)
-        except NotTile:   # (blocks of sub-tiles whose tensors do not all go straight to the slab)
-            continue
+        except PlanRefused:   # (rows split under a result that is not a plain reduction; blocks of sub-tiles
+            continue          # whose tensors do not all go straight to the slab): the other plans are built
         used = footprint(t, items)
         if pl.mode == "stream" and used > nram:   # (the per-row inputs' unit buffers crowd it out)
             items = stream_kernel(t, pl, name, tasks, unit_inputs=False)

@@ -15,7 +15,7 @@ from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
 from gir.passes.schedule_mlu.tiles import COL, CONST, FULL, ROW, SCAL, Op, Tiles, Val, _has
 from gir.passes.schedule_mlu.longrows import ONLINE_MAX_START
-from gir.passes.schedule_mlu.tiles_axes import NotTile
+from gir.passes.schedule_mlu.tiles_axes import PlanRefused
 from gir.passes.schedule_mlu.tiles_kept import block_row, kept_exp, kept_exps, record
 from gir.passes.schedule_mlu.tiles_cluster import CORE, CORES, Combine, cluster_kernel, shared_rows, sub_tiles
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, Buffers, KernelBuilder, Plan, _core_part,
@@ -309,7 +309,7 @@ def slab_kernel(t: Tiles, plan: Plan, name: str, tasks: int = TASKS, span: tuple
                          for n, kind in list(t.inputs.items()) + list(t.outputs.items())
                          if _has(kind)[0] and (n in t.outputs or (sc[n] == "tile" and n not in whole))):
         # (a block's loads and stores go straight between GDRAM and the slab: f32 [R, W] values held there)
-        raise NotTile("blocks of sub-tiles: a tensor moved per row is not an f32 slab value")
+        raise PlanRefused("blocks of sub-tiles: a tensor moved per row is not an f32 slab value")
     comb = Combine(bufs, cores, W, name if grid else None)
     online_max = {m for m, _ in online.values()}
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from gir import ir
 from gir.passes.schedule_mlu import build as B
 from gir.passes.schedule_mlu import layout as L
-from gir.passes.schedule_mlu.tiles import COL, CONST, ROW, NotTile, Tiles
+from gir.passes.schedule_mlu.tiles import COL, CONST, ROW, Tiles
+from gir.passes.schedule_mlu.tiles_axes import PlanRefused
 from gir.passes.schedule_mlu.tiles_builder import (F32, IDENT, TASKS, KernelBuilder, Plan, _core_part, _kernel,
                                                    _prod, _unit_loop, decode_loops, region)
 
@@ -162,14 +163,14 @@ def _accum_of(t: Tiles, out: str) -> str:
 
 def _chain(t: Tiles, out: str) -> tuple[str, float]:
     """(accumulator, scale) with out = scale * accumulator through copies and constant multiplications;
-    NotTile otherwise."""
+    PlanRefused otherwise (the rows are not split then)."""
     accs = {op.dst.name for op in t.accumulated}
     scale, name = 1.0, out
     defs = {op.dst.name: op for op in t.ops}
     while name not in accs:
         op = defs.get(name)
         if op is None:
-            raise NotTile("a partial result is not a reduction")
+            raise PlanRefused("a partial result is not a reduction")
         if op.fn == "copy" and op.args[0].kind != CONST:
             name = op.args[0].name
         elif op.fn == "mul" and op.args[1].kind == CONST:
@@ -179,7 +180,7 @@ def _chain(t: Tiles, out: str) -> tuple[str, float]:
                 t.dtype(out) == (ir.DType.f16 if op.fn == "r16" else ir.DType.bf16):
             name = op.args[0].name   # rounding to the result's own type: the combine's store rounds it
         else:
-            raise NotTile("a result computed from a reduction over split rows")
+            raise PlanRefused("a result computed from a reduction over split rows")
     return name, scale
 
 
